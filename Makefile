@@ -1,0 +1,39 @@
+# Two commands for students and instructors: `make lab` and `make test`. Both create .venv on
+# first use (and refresh it when pyproject.toml changes), so a fresh clone needs only Python 3.11+.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# The CPU reference: strict nbval compares outputs recorded on a CPU at the cpu size profile, so
+# the tests hide any GPU and fix the profile (the GPU workflow runs the notebooks separately).
+CPU_ENV := CUDA_VISIBLE_DEVICES= JAX_PLATFORMS=cpu COURSE_PROFILE=cpu PYTHONHASHSEED=0
+NOTEBOOKS := $(wildcard notebooks/pytorch/*.ipynb notebooks/jax/*.ipynb)
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+
+.PHONY: lab test unit nbval outputs exercises clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "make: this course needs Python 3.11 or newer as '$(PYTHON)'; install it, or run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11" >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+test: $(STAMP)
+	$(CPU_ENV) $(BIN)/python -m pytest tests $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+
+unit: $(STAMP)
+	$(CPU_ENV) $(BIN)/python -m pytest tests
+
+nbval: $(STAMP)
+	$(CPU_ENV) $(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+
+# Re-execute every notebook in place from a clean kernel at the cpu profile (commit the result).
+outputs: $(STAMP)
+	$(CPU_ENV) $(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS) $(wildcard solutions/*/*.ipynb))
+
+clean:
+	rm -rf $(VENV)

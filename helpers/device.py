@@ -1,0 +1,71 @@
+"""The device to run on and the size profile that picks experiment sizes for it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TypeVar
+
+T = TypeVar("T")
+PROFILES = ("cpu", "gpu")
+
+
+def profile() -> str:
+    """The size profile: $COURSE_PROFILE if set, else 'gpu' when a GPU is visible, else 'cpu'."""
+    chosen = os.environ.get("COURSE_PROFILE", "").strip().lower()
+    if chosen:
+        if chosen not in PROFILES:
+            raise ValueError(
+                f"COURSE_PROFILE={os.environ['COURSE_PROFILE']!r} is not a size profile; "
+                f"set it to one of {', '.join(PROFILES)} or unset it to choose from the device"
+            )
+        return chosen
+    return "gpu" if has_gpu() else "cpu"
+
+
+def has_gpu() -> bool:
+    """Whether the framework already imported (torch first, then jax) sees a GPU."""
+    if "torch" in sys.modules:
+        import torch
+
+        return torch.cuda.is_available()
+    if "jax" in sys.modules:
+        import jax
+
+        return jax.default_backend() == "gpu"
+    return False
+
+
+def sized(*, cpu: T, gpu: T) -> T:
+    """Pick the experiment size for the current profile, e.g. sized(cpu=2048, gpu=16384)."""
+    return cpu if profile() == "cpu" else gpu
+
+
+def torch_device():
+    """The torch device to use: CUDA when available, else the CPU."""
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def jax_backend() -> str:
+    """JAX's default backend name ('cpu' or 'gpu')."""
+    import jax
+
+    return jax.default_backend()
+
+
+def describe() -> str:
+    """One line saying which device and profile this run uses (printed by every notebook)."""
+    where = []
+    if "torch" in sys.modules:
+        dev = torch_device()
+        if dev.type == "cuda":
+            import torch
+
+            where.append(f"torch on {torch.cuda.get_device_name(dev)}")
+        else:
+            where.append("torch on cpu")
+    if "jax" in sys.modules:
+        where.append(f"jax on {jax_backend()}")
+    return f"{', '.join(where) or 'no framework imported'}; size profile {profile()!r}"

@@ -1,0 +1,92 @@
+"""JAX memory: the compiler's plan for a jitted function, and live bytes as the runtime sees them.
+
+XLA decides every buffer of a jitted computation at compile time; memory_analysis() reports that
+plan (arguments, outputs, temporaries, aliases) before anything runs. On a GPU the runtime also
+counts bytes in use and their peak (Device.memory_stats()); on the CPU it keeps no such counters,
+so the plan is the figure to read there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import jax
+
+from .units import fmt_bytes
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The compiler's memory plan of one compiled function, in bytes."""
+
+    arguments: int
+    outputs: int
+    temp: int
+    aliased: int
+
+    @property
+    def total(self) -> int:
+        """Arguments + outputs + temp, less what outputs reuse of donated arguments."""
+        return self.arguments + self.outputs + self.temp - self.aliased
+
+    def __str__(self) -> str:
+        return (f"arguments {fmt_bytes(self.arguments)}, outputs {fmt_bytes(self.outputs)}, "
+                f"temp {fmt_bytes(self.temp)}, aliased {fmt_bytes(self.aliased)}")
+
+
+def plan_of(compiled: Any) -> MemoryPlan:
+    """The MemoryPlan of an already compiled function (jax.jit(f).lower(...).compile())."""
+    a = compiled.memory_analysis()
+    if a is None:
+        raise RuntimeError("this backend reports no memory analysis for compiled functions")
+    return MemoryPlan(a.argument_size_in_bytes, a.output_size_in_bytes, a.temp_size_in_bytes,
+                      a.alias_size_in_bytes)
+
+
+def plan_memory(fn: Callable, *args: Any, static_argnums: Sequence[int] = (),
+                donate_argnums: Sequence[int] = ()) -> MemoryPlan:
+    """Compile fn for these arguments (arrays or jax.ShapeDtypeStruct) and return its plan."""
+    if not callable(fn):
+        raise TypeError(f"plan_memory needs a function, got {type(fn).__name__}")
+    jitted = jax.jit(fn, static_argnums=tuple(static_argnums), donate_argnums=tuple(donate_argnums))
+    return plan_of(jitted.lower(*args).compile())
+
+
+def tree_bytes(tree: Any) -> int:
+    """Bytes of every array (or ShapeDtypeStruct) in a pytree."""
+    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree))
+
+
+def shapes_of(tree: Any) -> Any:
+    """The same pytree with every array replaced by a ShapeDtypeStruct (no data)."""
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+
+
+def device_memory() -> dict[str, int] | None:
+    """bytes_in_use and peak_bytes_in_use of the default device, or None where the runtime keeps
+    no counters (the CPU)."""
+    stats = jax.devices()[0].memory_stats()
+    if not stats:
+        return None
+    return {k: stats[k] for k in ("bytes_in_use", "peak_bytes_in_use") if k in stats}
+
+
+def live_bytes_by(categories: dict[str, Any]) -> dict[str, int]:
+    """Bytes of every live device array, attributed to the first named pytree that holds it;
+    arrays held by none of them count as 'activations'."""
+    owner: dict[int, str] = {}
+    for name, tree in categories.items():
+        for leaf in jax.tree.leaves(tree):
+            owner.setdefault(leaf.unsafe_buffer_pointer(), name)
+    out = dict.fromkeys(list(categories) + ["activations"], 0)
+    seen: set[int] = set()
+    for arr in jax.live_arrays():
+        if arr.is_deleted():
+            continue
+        ptr = arr.unsafe_buffer_pointer()
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        out[owner.get(ptr, "activations")] += arr.nbytes
+    return out

@@ -1,0 +1,254 @@
+"""PyTorch memory: peak bytes, an allocation trace split by category, and a prediction of a
+step's peak without running it. Works on the CPU as well as on CUDA.
+
+torch.cuda's counters exist only on CUDA, so the course counts memory itself: a
+TorchDispatchMode sees every tensor an operator returns, and a weak reference to each tensor's
+storage tells when that storage is freed. The live total is the sum of storage bytes (no
+allocator rounding, no kernel workspaces). On CUDA the report adds the allocator's own
+max_memory_allocated and max_memory_reserved. Under FakeTensorMode the same counting runs on
+tensors without data: that is the prediction. torch's MemTracker (torch.distributed._tools)
+works the same way but records per-module snapshots, not the per-allocation trace we plot.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map_only
+from torch.utils.weak import WeakIdKeyDictionary
+
+from .units import fmt_bytes
+
+CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "temporaries")
+PHASES = ("setup", "forward", "backward", "optimizer")
+
+
+class _Record:
+    """One tracked storage: its size, what it holds, and the phase that allocated it."""
+
+    __slots__ = ("nbytes", "category", "phase")
+
+    def __init__(self, nbytes: int, category: str, phase: str) -> None:
+        self.nbytes, self.category, self.phase = nbytes, category, phase
+
+
+@dataclass
+class MemoryTrace:
+    """Every allocation (+) and free (-) of tracked storage, in order, with marks between steps."""
+
+    events: list[tuple[int, _Record]] = field(default_factory=list)
+    marks: list[tuple[int, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def totals(self) -> list[int]:
+        """Live tracked bytes after each event."""
+        live, out = 0, []
+        for sign, rec in self.events:
+            live += sign * rec.nbytes
+            out.append(live)
+        return out
+
+    def by_category(self) -> dict[str, list[int]]:
+        """Live bytes of each category after each event (categories are final: a storage that
+        became a gradient counts as a gradient from its allocation on)."""
+        live = dict.fromkeys(CATEGORIES, 0)
+        series: dict[str, list[int]] = {c: [] for c in CATEGORIES}
+        for sign, rec in self.events:
+            live[rec.category] += sign * rec.nbytes
+            for c in CATEGORIES:
+                series[c].append(live[c])
+        return series
+
+    def peak_index(self) -> int:
+        """Index of the first event at which the live total is highest."""
+        totals = self.totals()
+        if not totals:
+            raise ValueError("the trace is empty: nothing was allocated while tracking")
+        return max(range(len(totals)), key=totals.__getitem__)
+
+
+class MemoryTracker(TorchDispatchMode):
+    """Count live tensor storage while active, by category and phase.
+
+    Categories: parameters (and buffers), gradients (relabelled when autograd accumulates them),
+    optimizer state (relabelled after each optimizer step), activations (inputs and whatever the
+    forward pass allocates) and temporaries (whatever backward or the optimizer allocates that
+    is neither a gradient nor optimizer state).
+
+    Pass the model, optimizer and inputs that exist before tracking starts so their storage is
+    counted (and labelled); everything operators allocate inside is tracked automatically."""
+
+    def __init__(self, model: torch.nn.Module | None = None,
+                 optimizer: torch.optim.Optimizer | None = None,
+                 inputs: Iterable[torch.Tensor] = ()) -> None:
+        super().__init__()
+        self.model, self.optimizer, self.inputs = model, optimizer, tuple(inputs)
+        self.trace = MemoryTrace()
+        self._seen: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._live = 0
+        self._active = False
+        self._in_optimizer = False
+        self._hooks: list[Any] = []
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _record(self, t: torch.Tensor, category: str | None = None, phase: str | None = None) -> None:
+        st = t.untyped_storage()
+        entry = self._seen.get(st)
+        if entry is not None:
+            if category is not None:
+                entry[0].category = category
+            return
+        phase = phase or self._phase()
+        if category is None:  # what the forward pass makes is kept for backward; the rest is scratch
+            category = "activations" if phase in ("setup", "forward") else "temporaries"
+        rec = _Record(st.nbytes(), category, phase)
+        self._seen[st] = (rec, weakref.ref(st, lambda _ref, rec=rec: self._free(rec)))
+        self._live += rec.nbytes
+        self.trace.events.append((+1, rec))
+
+    def _free(self, rec: _Record) -> None:
+        if self._active:
+            self._live -= rec.nbytes
+            self.trace.events.append((-1, rec))
+
+    def _phase(self) -> str:
+        if self._in_optimizer:
+            return "optimizer"
+        return "backward" if torch._C._current_autograd_node() is not None else "forward"
+
+    def _label_optimizer_state(self) -> None:
+        if self.optimizer is not None:
+            for state in self.optimizer.state.values():
+                for v in state.values():
+                    if isinstance(v, torch.Tensor):
+                        self._record(v, "optimizer state", "optimizer")
+
+    def mark(self, label: str) -> None:
+        """Remember a point in the trace (e.g. the start of a step), for plots."""
+        self.trace.marks.append((len(self.trace.events), label))
+
+    # -- mode protocol -----------------------------------------------------------------------
+    def __enter__(self) -> "MemoryTracker":
+        gc.collect()
+        self._active = True
+        if self.model is not None:
+            for p in self.model.parameters():
+                self._record(p, "parameters", "setup")
+                if p.grad is not None:
+                    self._record(p.grad, "gradients", "setup")
+                if p.requires_grad:
+                    self._hooks.append(p.register_post_accumulate_grad_hook(
+                        lambda p: self._record(p.grad, "gradients")))
+            for b in self.model.buffers():
+                self._record(b, "parameters", "setup")
+        for x in self.inputs:
+            self._record(x, "activations", "setup")
+        if self.optimizer is not None:
+            self._label_optimizer_state()
+            self._hooks.append(self.optimizer.register_step_pre_hook(self._enter_step))
+            self._hooks.append(self.optimizer.register_step_post_hook(self._leave_step))
+        return super().__enter__()
+
+    def _enter_step(self, *_: Any) -> None:
+        self._in_optimizer = True
+
+    def _leave_step(self, *_: Any) -> None:
+        self._label_optimizer_state()
+        self._in_optimizer = False
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()
+        self._active = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
+        out = func(*args, **(kwargs or {}))
+        tree_map_only(torch.Tensor, self._record, out)
+        return out
+
+
+@dataclass
+class MemoryReport:
+    """What a measurement (or a prediction) found: the tracked peak, its anatomy and phase, and
+    on CUDA the allocator's own peaks."""
+
+    device: str
+    peak: int
+    peak_breakdown: dict[str, int]
+    peak_phase: str
+    trace: MemoryTrace
+    cuda_allocated: int | None = None
+    cuda_reserved: int | None = None
+    predicted: bool = False
+
+    def __str__(self) -> str:
+        kind = "predicted" if self.predicted else "measured"
+        lines = [f"{kind} peak (live tensor storage): {fmt_bytes(self.peak)}, reached in {self.peak_phase}"]
+        lines += [f"  {c:<16}{fmt_bytes(b):>12}" for c, b in self.peak_breakdown.items()]
+        if self.cuda_allocated is not None:
+            lines.append(f"torch.cuda peak: {fmt_bytes(self.cuda_allocated)} allocated, "
+                         f"{fmt_bytes(self.cuda_reserved or 0)} reserved")
+        return "\n".join(lines)
+
+
+@dataclass
+class Workload:
+    """A training step and the objects whose memory it uses."""
+
+    step: Callable[[], Any]
+    model: torch.nn.Module | None = None
+    optimizer: torch.optim.Optimizer | None = None
+    inputs: tuple[torch.Tensor, ...] = ()
+
+
+def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) -> MemoryReport:
+    """Run work.step() `steps` times while counting memory; report the peak and the trace."""
+    if not isinstance(work, Workload):
+        raise TypeError(f"measure_memory needs a hp.Workload, got {type(work).__name__}; "
+                        "wrap your step as hp.Workload(step, model, optimizer, inputs)")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    params = list(work.model.parameters()) if work.model is not None else []
+    on_cuda = bool(params) and params[0].is_cuda and not _predicted
+    if on_cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    tracker = MemoryTracker(work.model, work.optimizer, work.inputs)
+    with tracker:
+        for i in range(steps):
+            tracker.mark(f"step {i + 1}")
+            work.step()
+    trace = tracker.trace
+    i = trace.peak_index()
+    breakdown = {c: s[i] for c, s in trace.by_category().items()}
+    report = MemoryReport(
+        device=str(params[0].device) if params else "cpu", peak=trace.totals()[i],
+        peak_breakdown=breakdown, peak_phase=trace.events[i][1].phase, trace=trace,
+        predicted=_predicted)
+    if on_cuda:
+        torch.cuda.synchronize()
+        report.cuda_allocated = torch.cuda.max_memory_allocated()
+        report.cuda_reserved = torch.cuda.max_memory_reserved()
+    return report
+
+
+def predict_memory(setup: Callable[[], Workload], steps: int = 1) -> MemoryReport:
+    """Build the workload with setup() under FakeTensorMode and count its memory: tensors have
+    shapes and dtypes but no data, so nothing is allocated and no arithmetic runs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if not callable(setup):
+        raise TypeError("predict_memory needs a function that builds the workload (model, optimizer, "
+                        "inputs, step) so it can be built again with fake tensors")
+    with FakeTensorMode():
+        work = setup()
+        return measure_memory(work, steps, _predicted=True)

@@ -1,0 +1,26 @@
+"""One place that formats every figure a notebook prints.
+
+Byte counts are deterministic on a CPU and are printed plainly, so strict nbval compares them.
+Figures that depend on the machine (timings, ratios of timings, losses after low-precision
+training) are printed with a leading '~'; tests/nbval_sanitize.cfg masks exactly those.
+"""
+
+from __future__ import annotations
+
+MB = 1_000_000
+
+
+def fmt_bytes(n: float) -> str:
+    """Bytes as decimal megabytes, e.g. '402.8 MB' (exact figures, compared by nbval)."""
+    return f"{n / MB:.1f} MB"
+
+
+def fmt_ratio(x: float) -> str:
+    """A ratio of exact figures, e.g. '1.09x'."""
+    return f"{x:.2f}x"
+
+
+def fmt_timed(x: float, unit: str = "") -> str:
+    """A machine-dependent figure, e.g. '~12.3 ms'; the '~' marks it for masking by nbval."""
+    sep = " " if unit and unit[0].isalpha() else ""
+    return f"~{x:.3g}{sep}{unit}"

@@ -1,0 +1,72 @@
+import jax
+import jax.numpy as jnp
+import pytest
+
+import helpers as hp
+
+
+def _loss(params, X):
+    h = X
+    for W in params:
+        h = jax.nn.relu(h @ W)
+    return h.sum()
+
+
+def _setup(n=3, d=128, b=32):
+    keys = jax.random.split(jax.random.PRNGKey(0), n)
+    params = [jax.random.normal(k, (d, d)) for k in keys]
+    return params, jnp.ones((b, d))
+
+
+def test_plan_counts_arguments_and_outputs_exactly():
+    params, X = _setup()
+    plan = hp.plan_memory(jax.grad(_loss), params, X)
+    assert plan.arguments == hp.tree_bytes(params) + X.nbytes == 3 * 128 * 128 * 4 + 32 * 128 * 4
+    # One gradient per weight, plus XLA's tuple of output pointers (8 bytes per output).
+    assert plan.outputs == hp.tree_bytes(params) + 8 * len(params)
+    assert plan.temp > 0 and plan.aliased == 0
+    assert plan.total == plan.arguments + plan.outputs + plan.temp
+
+
+def test_plan_from_shapes_alone_equals_plan_from_arrays():
+    params, X = _setup()
+    real = hp.plan_memory(jax.grad(_loss), params, X)
+    abstract = hp.plan_memory(jax.grad(_loss), hp.shapes_of(params), hp.shapes_of(X))
+    assert real == abstract
+
+
+def test_donation_shows_up_as_aliasing():
+    params, X = _setup()
+
+    def sgd(params, X):
+        grads = jax.grad(_loss)(params, X)
+        return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+
+    plan = hp.plan_memory(sgd, params, X, donate_argnums=(0,))
+    assert plan.aliased == hp.tree_bytes(params)
+
+
+def test_live_bytes_are_attributed_to_their_pytrees():
+    params, X = _setup(n=2, d=64, b=8)
+    extra = jnp.zeros((1000,), jnp.float32) + 1
+    live = hp.live_bytes_by({"parameters": params, "inputs": X})
+    assert live["parameters"] == 2 * 64 * 64 * 4
+    assert live["inputs"] == 8 * 64 * 4
+    assert live["activations"] >= extra.nbytes
+
+
+def test_device_memory_is_none_on_cpu():
+    if jax.default_backend() == "cpu":
+        assert hp.device_memory() is None
+    else:
+        assert "peak_bytes_in_use" in hp.device_memory()
+
+
+def test_plan_memory_rejects_non_functions():
+    with pytest.raises(TypeError, match="needs a function"):
+        hp.plan_memory(3)
+
+
+def test_plan_prints_in_megabytes():
+    assert str(hp.MemoryPlan(2_000_000, 1_000_000, 500_000, 0)) == (
+        "arguments 2.0 MB, outputs 1.0 MB, temp 0.5 MB, aliased 0.0 MB")

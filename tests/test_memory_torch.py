@@ -1,0 +1,159 @@
+import resource
+import time
+
+import pytest
+import torch
+from torch import nn
+
+import helpers as hp
+
+
+def test_known_allocations_give_the_exact_peak():
+    tracker = hp.MemoryTracker()
+    with tracker:
+        a = torch.empty(1000)                      # 4000 B
+        b = torch.empty(500, dtype=torch.float64)  # 4000 B -> 8000 live
+        view = b[:10]                              # a view shares b's storage: nothing new
+        del a                                      # 4000 live
+        c = torch.empty(3000, dtype=torch.int8)    # 7000 live
+    assert tracker.trace.totals() == [4000, 8000, 4000, 7000]
+    assert max(tracker.trace.totals()) == 8000 and tracker.trace.peak_index() == 1
+    del b, view, c
+
+
+def test_frees_after_tracking_are_not_recorded():
+    tracker = hp.MemoryTracker()
+    with tracker:
+        a = torch.empty(10)
+    del a
+    assert tracker.trace.totals() == [40]
+
+
+def _sgd_workload():
+    torch.manual_seed(0)
+    net = nn.Linear(1000, 1000, bias=False)
+    X = torch.randn(100, 1000)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        net(X).sum().backward()
+        opt.step()
+
+    return hp.Workload(step, net, opt, (X,))
+
+
+def test_small_training_step_matches_the_hand_count():
+    report = hp.measure_memory(_sgd_workload(), steps=2)
+    # By hand: the weight (4 MB), its gradient (4 MB) and the input kept for backward (0.4 MB).
+    by_hand = 1000 * 1000 * 4 + 1000 * 1000 * 4 + 100 * 1000 * 4
+    assert abs(report.peak - by_hand) / by_hand < 0.01
+    assert report.peak_breakdown["parameters"] == 4_000_000
+    assert report.peak_breakdown["gradients"] == 4_000_000
+    assert report.peak_breakdown["optimizer state"] == 0
+
+
+def test_adam_state_is_labelled_and_is_two_copies_of_the_weights():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8))
+    X = torch.randn(32, 64)
+    opt = torch.optim.Adam(net.parameters())
+    P = sum(p.numel() for p in net.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        net(X).square().mean().backward()
+        opt.step()
+
+    report = hp.measure_memory(hp.Workload(step, net, opt, (X,)), steps=2)
+    series = report.trace.by_category()
+    # Adam keeps exp_avg and exp_avg_sq (8 bytes per parameter) plus one 4-byte step per tensor.
+    assert series["optimizer state"][-1] == 8 * P + 4 * len(list(net.parameters()))
+    assert series["parameters"][-1] == 4 * P
+    assert report.peak >= 16 * P
+    assert [label for _, label in report.trace.marks] == ["step 1", "step 2"]
+
+
+def test_peak_lands_in_backward_when_activations_dominate():
+    torch.manual_seed(0)
+    net = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(32, 32), nn.ReLU())])
+    X = torch.randn(4096, 32)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        net(X).sum().backward()
+        opt.step()
+
+    report = hp.measure_memory(hp.Workload(step, net, opt, (X,)))
+    assert report.peak_phase == "backward"
+    assert report.peak_breakdown["activations"] > 0.5 * report.peak
+
+
+def test_measurement_is_deterministic():
+    a = hp.measure_memory(_sgd_workload(), steps=2)
+    b = hp.measure_memory(_sgd_workload(), steps=2)
+    assert a.trace.totals() == b.trace.totals()
+
+
+def test_prediction_matches_measurement_on_a_small_model():
+    def setup():
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+        X = torch.randn(128, 256)
+        opt = torch.optim.AdamW(net.parameters())
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            net(X).square().mean().backward()
+            opt.step()
+
+        return hp.Workload(step, net, opt, (X,))
+
+    measured = hp.measure_memory(setup(), steps=2)
+    predicted = hp.predict_memory(setup, steps=2)
+    assert predicted.predicted and not measured.predicted
+    assert abs(predicted.peak - measured.peak) / measured.peak < 0.02
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def test_prediction_of_a_billion_parameter_step_is_fast_and_allocates_nothing():
+    def setup():
+        net = nn.Sequential(*[nn.Linear(8192, 8192) for _ in range(15)])
+        X = torch.randn(8, 8192)
+        opt = torch.optim.Adam(net.parameters())
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            net(X).sum().backward()
+            opt.step()
+
+        return hp.Workload(step, net, opt, (X,))
+
+    rss_before, start = _rss_bytes(), time.perf_counter()
+    report = hp.predict_memory(setup)
+    seconds, grown = time.perf_counter() - start, _rss_bytes() - rss_before
+    P = 15 * (8192 * 8192 + 8192)
+    assert P > 1_000_000_000
+    assert report.peak >= 16 * P            # over 16 GB predicted ...
+    assert grown < 0.02 * report.peak       # ... while the process grew by almost nothing
+    assert seconds < 30
+
+
+def test_bad_input_says_what_to_pass():
+    with pytest.raises(TypeError, match="hp.Workload"):
+        hp.measure_memory(lambda: None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="steps must be at least 1"):
+        hp.measure_memory(_sgd_workload(), steps=0)
+    with pytest.raises(TypeError, match="builds the workload"):
+        hp.predict_memory(_sgd_workload())  # type: ignore[arg-type]
+
+
+def test_report_reads_like_a_table():
+    text = str(hp.measure_memory(_sgd_workload()))
+    assert text.splitlines()[0].startswith("measured peak (live tensor storage): 8.4 MB")
+    assert "gradients" in text
