@@ -85,8 +85,11 @@ def test_peak_lands_in_backward_when_activations_dominate():
         net(X).sum().backward()
         opt.step()
 
-    report = hp.measure_memory(hp.Workload(step, net, opt, (X,)))
+    report = hp.measure_memory(hp.Workload(step, net, opt, (X,)), steps=2)
     assert report.peak_phase == "backward"
+    i = report.trace.peak_index()
+    assert report.trace.step_of(i) in ("step 1", "step 2")
+    assert report.trace.position_in_phase(i) < 0.34  # early in backward: its first layers
     assert report.peak_breakdown["activations"] > 0.5 * report.peak
 
 
@@ -157,3 +160,13 @@ def test_report_reads_like_a_table():
     text = str(hp.measure_memory(_sgd_workload()))
     assert text.splitlines()[0].startswith("measured peak (live tensor storage): 8.4 MB")
     assert "gradients" in text
+
+
+def test_position_in_phase_counts_allocations_of_the_same_phase():
+    trace = hp.MemoryTrace()
+    recs = [hp.memory_torch._Record(10, "activations", ph) for ph in ("forward", "forward", "backward",
+                                                                       "backward", "backward")]
+    trace.marks.append((0, "step 1"))
+    trace.events.extend((+1, r) for r in recs)
+    assert trace.position_in_phase(2) == 0.0 and trace.position_in_phase(3) == 0.5
+    assert trace.position_in_phase(4) == 1.0 and trace.step_of(4) == "step 1"
