@@ -25,7 +25,7 @@ _LAZY = {
                      "measure_memory", "predict_memory"),
     "memory_jax": ("MemoryPlan", "device_memory", "live_bytes_by", "plan_memory", "plan_of",
                    "shapes_of", "tree_bytes"),
-    "plotting": ("bars2", "memory_timeline", "plot", "stacked"),
+    "plotting": ("bars2", "memory_timeline", "plot", "stacked", "stacked_bars"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

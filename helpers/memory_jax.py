@@ -72,15 +72,16 @@ def device_memory() -> dict[str, int] | None:
     return {k: stats[k] for k in ("bytes_in_use", "peak_bytes_in_use") if k in stats}
 
 
-def live_bytes_by(categories: dict[str, Any]) -> dict[str, int]:
+def live_bytes_by(categories: dict[str, Any], ignore: Sequence[Any] = ()) -> dict[str, int]:
     """Bytes of every live device array, attributed to the first named pytree that holds it;
-    arrays held by none of them count as 'activations'."""
+    arrays held by none of them count as 'activations'. Arrays in `ignore` (e.g. a baseline from
+    jax.live_arrays() taken earlier, kept alive by the caller) are left out."""
     owner: dict[int, str] = {}
     for name, tree in categories.items():
         for leaf in jax.tree.leaves(tree):
             owner.setdefault(leaf.unsafe_buffer_pointer(), name)
+    seen = {x.unsafe_buffer_pointer() for x in ignore if not x.is_deleted()}
     out = dict.fromkeys(list(categories) + ["activations"], 0)
-    seen: set[int] = set()
     for arr in jax.live_arrays():
         if arr.is_deleted():
             continue

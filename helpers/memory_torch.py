@@ -71,19 +71,6 @@ class MemoryTrace:
         labels = [label for pos, label in self.marks if pos <= i]
         return labels[-1] if labels else ""
 
-    def position_in_phase(self, i: int) -> float:
-        """How far through its phase event i happens, counting the allocations of that phase within
-        the same step: 0.0 at the phase's first allocation, 1.0 at its last."""
-        starts = [pos for pos, _ in self.marks if pos <= i]
-        lo = starts[-1] if starts else 0
-        hi = min([pos for pos, _ in self.marks if pos > i], default=len(self.events))
-        phase = self.events[i][1].phase
-        allocs = [k for k in range(lo, hi) if self.events[k][0] > 0 and self.events[k][1].phase == phase]
-        if len(allocs) < 2:
-            return 0.0
-        before = sum(1 for k in allocs if k < i)
-        return before / (len(allocs) - 1)
-
     def peak_index(self) -> int:
         """Index of the first event at which the live total is highest."""
         totals = self.totals()

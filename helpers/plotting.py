@@ -8,7 +8,7 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 
 COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
-          "activations": "#c44e52", "temporaries": "#8172b3"}
+          "activations": "#c44e52", "temporaries": "#8172b3", "new params and state": "#937860"}
 
 
 def plot(x: Sequence[float], ys: Sequence[Sequence[float]], xlabel: str = "", ylabel: str = "",
@@ -65,6 +65,25 @@ def stacked(x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str,
     ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.margins(x=0)
+    return ax
+
+
+def stacked_bars(labels: Sequence[str], series: dict[str, Sequence[float]], ylabel: str, *,
+                 scale: float = 1e6, ax: plt.Axes | None = None,
+                 figsize: tuple[float, float] = (6.0, 3.2)) -> plt.Axes:
+    """One stacked bar per label, one segment per category of `series` (values divided by scale)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    bottom = [0.0] * len(labels)
+    for name, values in series.items():
+        if len(values) != len(labels):
+            raise ValueError(f"series {name!r} has {len(values)} values for {len(labels)} labels")
+        vals = [v / scale for v in values]
+        ax.bar(range(len(labels)), vals, bottom=bottom, label=name, color=COLORS.get(name))
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(range(len(labels)), list(labels), rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, axis="y", alpha=0.3)
     return ax
 
 

@@ -11,7 +11,9 @@ MB = 1_000_000
 
 
 def fmt_bytes(n: float) -> str:
-    """Bytes as decimal megabytes, e.g. '402.8 MB' (exact figures, compared by nbval)."""
+    """Bytes in decimal units, e.g. '402.8 MB', or '27.94 GB' from 10 GB on (exact figures)."""
+    if abs(n) >= 10_000 * MB:
+        return f"{n / (1000 * MB):.2f} GB"
     return f"{n / MB:.1f} MB"
 
 

@@ -27,6 +27,7 @@ def test_skip_says_why_and_needs_a_reason(capsys):
 
 def test_formatters():
     assert hp.fmt_bytes(402_849_792) == "402.8 MB"
+    assert hp.fmt_bytes(27_935_700_000) == "27.94 GB"
     assert hp.fmt_ratio(1.0887) == "1.09x"
     assert hp.fmt_timed(12.345, "ms") == "~12.3 ms"
     assert hp.fmt_timed(1.5, "x") == "~1.5 x"

@@ -53,6 +53,10 @@ def test_live_bytes_are_attributed_to_their_pytrees():
     assert live["parameters"] == 2 * 64 * 64 * 4
     assert live["inputs"] == 8 * 64 * 4
     assert live["activations"] >= extra.nbytes
+    baseline = jax.live_arrays()
+    fresh = jnp.zeros((500,), jnp.float32) + 2
+    later = hp.live_bytes_by({"parameters": params}, ignore=baseline)
+    assert later["activations"] == fresh.nbytes and later["parameters"] == 0
 
 
 def test_device_memory_is_none_on_cpu():

@@ -30,3 +30,19 @@ def test_memory_timeline_stacks_every_category():
     assert ax.get_ylabel() == "live tensor memory (MB)"
     plt.close("all")
     del x, y
+
+
+def test_stacked_bars_stack_each_category():
+    ax = hp.stacked_bars(["a", "b"], {"parameters": [1e6, 2e6], "gradients": [3e6, 0]}, "MB")
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [1.0, 2.0, 3.0, 0.0]
+    assert ax.patches[2].get_y() == 1.0  # gradients sit on top of parameters
+    plt.close("all")
+
+
+def test_stacked_bars_reject_mismatched_lengths():
+    import pytest
+
+    with pytest.raises(ValueError, match="has 1 values for 2 labels"):
+        hp.stacked_bars(["a", "b"], {"parameters": [1.0]}, "MB")
+    plt.close("all")
