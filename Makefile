@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told; containers often run as root.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(STAMP)
 	$(CPU_ENV) $(BIN)/python -m pytest tests $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
