@@ -36,5 +36,9 @@ nbval: $(STAMP)
 outputs: $(STAMP)
 	$(CPU_ENV) $(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS) $(wildcard solutions/*/*.ipynb))
 
+# Regenerate exercises/ from solutions/ (FORCE=1 overwrites exercise notebooks edited by hand).
+exercises: $(STAMP)
+	$(BIN)/python tools/make_exercises.py $(if $(FORCE),--force)
+
 clean:
 	rm -rf $(VENV)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map_only
+from torch.utils._pytree import tree_leaves, tree_map_only
 from torch.utils.weak import WeakIdKeyDictionary
 
 from .units import fmt_bytes
@@ -177,7 +177,15 @@ class MemoryTracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
         out = func(*args, **(kwargs or {}))
-        tree_map_only(torch.Tensor, self._record, out)
+        # An output that shares storage with an input (a view, an in-place result) allocated nothing,
+        # even when that storage was never tracked (a tensor made before tracking started).
+        shared = {t.untyped_storage()._cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+
+        def record_new(t: torch.Tensor) -> None:
+            if t.untyped_storage()._cdata not in shared:
+                self._record(t)
+
+        tree_map_only(torch.Tensor, record_new, out)
         return out
 
 

@@ -21,6 +21,17 @@ def test_known_allocations_give_the_exact_peak():
     del b, view, c
 
 
+def test_views_of_untracked_tensors_allocate_nothing():
+    outside = torch.ones(1000)  # made before tracking, not passed to the tracker
+    tracker = hp.MemoryTracker()
+    with tracker:
+        parts = outside.chunk(2)          # views of the untracked storage
+        outside.mul_(2)                   # in place: no new storage
+        copy = parts[0].clone()           # a real allocation: 500 floats
+    assert tracker.trace.totals() == [2000]
+    del parts, copy
+
+
 def test_frees_after_tracking_are_not_recorded():
     tracker = hp.MemoryTracker()
     with tracker:

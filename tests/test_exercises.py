@@ -1,0 +1,116 @@
+"""exercises/ is generated from solutions/: stubs replace solutions, edits are never overwritten
+silently, the committed exercises are up to date, and each one runs until its first stub."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
+mx = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mx)
+
+
+def test_code_regions_become_stubs_at_their_indentation():
+    src = "x = 1\ndef f():\n    ### BEGIN SOLUTION\n    return 2\n    ### END SOLUTION\nprint(f())"
+    assert mx.strip_solutions(src, mx.CODE_STUB, "t") == (
+        "x = 1\ndef f():\n    # YOUR CODE HERE\n    raise NotImplementedError()\nprint(f())")
+
+
+def test_markdown_regions_become_answer_prompts():
+    src = "**Answer.**\n### BEGIN SOLUTION\nThe peak is at the start.\n### END SOLUTION"
+    assert mx.strip_solutions(src, mx.MARKDOWN_STUB, "t") == "**Answer.**\nYOUR ANSWER HERE"
+
+
+@pytest.mark.parametrize("src, message", [
+    ("### BEGIN SOLUTION\nx", "never closed"),
+    ("x\n### END SOLUTION", "without a"),
+    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
+])
+def test_broken_markers_are_reported_with_their_place(src, message):
+    with pytest.raises(ValueError, match=message):
+        mx.strip_solutions(src, mx.CODE_STUB, "nb.ipynb, cell 3")
+
+
+def _solution(tmp_path: Path, answer: str = "2") -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Exercise"),
+                nbformat.v4.new_code_cell(f"### BEGIN SOLUTION\nanswer = {answer}\n### END SOLUTION"),
+                nbformat.v4.new_code_cell("assert answer == 2")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="x")]
+    path = tmp_path / "solutions" / "common" / "ex.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_generation_clears_outputs_and_records_what_it_wrote(tmp_path):
+    _solution(tmp_path)
+    assert mx.generate(tmp_path / "solutions", tmp_path / "exercises") == []
+    ex = nbformat.read(tmp_path / "exercises" / "common" / "ex.ipynb", as_version=4)
+    assert ex.cells[1].source == "# YOUR CODE HERE\nraise NotImplementedError()" and ex.cells[1].outputs == []
+    manifest = json.loads((tmp_path / "exercises" / ".generated.json").read_text())
+    assert list(manifest) == ["common/ex.ipynb"]
+    assert mx.generate(tmp_path / "solutions", tmp_path / "exercises", check=True) == []
+
+
+def test_an_edited_exercise_is_kept_unless_forced(tmp_path):
+    sol = _solution(tmp_path)
+    mx.generate(tmp_path / "solutions", tmp_path / "exercises")
+    ex = tmp_path / "exercises" / "common" / "ex.ipynb"
+    ex.write_text(ex.read_text().replace("YOUR CODE HERE", "my own attempt"))
+    sol.write_text(sol.read_text().replace("answer = 2", "answer = 1 + 1"))
+    problems = mx.generate(tmp_path / "solutions", tmp_path / "exercises")
+    assert len(problems) == 1 and "was edited since it was generated" in problems[0]
+    assert "my own attempt" in ex.read_text()
+    assert mx.generate(tmp_path / "solutions", tmp_path / "exercises", force=True) == []
+    assert "my own attempt" not in ex.read_text()
+
+
+def test_check_mode_reports_stale_and_orphaned_exercises(tmp_path):
+    sol = _solution(tmp_path)
+    mx.generate(tmp_path / "solutions", tmp_path / "exercises")
+    sol.write_text(sol.read_text().replace("# Exercise", "# Exercise, reworded"))
+    (tmp_path / "exercises" / "common" / "orphan.ipynb").write_text("{}")
+    problems = mx.generate(tmp_path / "solutions", tmp_path / "exercises", check=True)
+    assert any("differs from what solutions/common/ex.ipynb generates" in p for p in problems)
+    assert any("orphan.ipynb has no solution notebook" in p for p in problems)
+
+
+def test_a_solution_without_regions_is_refused(tmp_path):
+    sol = _solution(tmp_path)
+    nb = nbformat.read(sol, as_version=4)
+    nb.cells[1].source = "answer = 2"
+    nbformat.write(nb, sol)
+    with pytest.raises(ValueError, match="nothing for a student to do"):
+        mx.generate(tmp_path / "solutions", tmp_path / "exercises")
+
+
+def test_committed_exercises_match_the_solutions():
+    assert mx.generate(ROOT / "solutions", ROOT / "exercises", check=True) == []
+
+
+EXERCISES = sorted((ROOT / "exercises").rglob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_exercise_runs_until_its_first_stub(path):
+    nb = nbformat.read(path, as_version=4)
+    first_stub = next(i for i, c in enumerate(nb.cells)
+                      if c.cell_type == "code" and "raise NotImplementedError()" in c.source)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    with pytest.raises(CellExecutionError) as err:
+        client.execute()
+    assert err.value.ename == "NotImplementedError"
+    # Every cell before the first stub ran; the error came from the stub itself or from the first
+    # cell that calls a stubbed function.
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    ran = [i for i in code if nb.cells[i].execution_count is not None]
+    assert [i for i in code if i < first_stub] == [i for i in ran if i < first_stub]
+    assert max(ran) >= first_stub

@@ -1,0 +1,118 @@
+"""Generate the student notebooks in exercises/ from the solution notebooks in solutions/.
+
+Each region between `### BEGIN SOLUTION` and `### END SOLUTION` becomes nbgrader's stub
+(`# YOUR CODE HERE` + `raise NotImplementedError()` in code, `YOUR ANSWER HERE` in markdown) and all
+outputs are cleared, so solutions/ can also be fed to nbgrader unchanged.
+
+exercises/.generated.json records a hash of every notebook this script wrote. An exercise notebook
+whose content no longer matches that hash was edited by someone, and is never overwritten unless
+--force is given. --check writes nothing and exits 1 if exercises/ is not what solutions/ generates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
+MARKDOWN_STUB = ["YOUR ANSWER HERE"]
+MANIFEST = ".generated.json"
+
+
+def strip_solutions(source: str, stub: list[str], where: str) -> str:
+    """Replace every BEGIN/END SOLUTION region of a cell's source by the stub, keeping indentation."""
+    out: list[str] = []
+    inside = False
+    for line in source.splitlines():
+        if line.strip() == BEGIN:
+            if inside:
+                raise ValueError(f"{where}: '{BEGIN}' inside another solution region")
+            inside = True
+            indent = re.match(r"\s*", line).group(0)
+            out += [indent + s for s in stub]
+        elif line.strip() == END:
+            if not inside:
+                raise ValueError(f"{where}: '{END}' without a '{BEGIN}' before it")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{where}: '{BEGIN}' is never closed by '{END}'")
+    return "\n".join(out)
+
+
+def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """The student version of a solution notebook: stubs instead of solutions, no outputs."""
+    nb = nbformat.reads(nbformat.writes(solution), as_version=4)  # a deep copy
+    regions = 0
+    for i, cell in enumerate(nb.cells):
+        regions += cell.source.count(BEGIN)
+        stub = CODE_STUB if cell.cell_type == "code" else MARKDOWN_STUB
+        cell.source = strip_solutions(cell.source, stub, f"{name}, cell {i}")
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("execution", None)
+    if regions == 0:
+        raise ValueError(f"{name} has no '{BEGIN}' region: nothing for a student to do")
+    return nb
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def generate(solutions: Path, exercises: Path, *, force: bool = False, check: bool = False) -> list[str]:
+    """Write (or with check=True, compare) every exercise; return the problems found."""
+    manifest_path = exercises / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    problems, written = [], {}
+    wanted = {p.relative_to(solutions).as_posix(): p for p in sorted(solutions.rglob("*.ipynb"))
+              if ".ipynb_checkpoints" not in p.parts}
+    for rel, src in wanted.items():
+        text = nbformat.writes(exercise_of(nbformat.read(src, as_version=4), rel)) + "\n"
+        dst = exercises / rel
+        current = dst.read_text() if dst.exists() else None
+        if check:
+            if current != text:
+                problems.append(f"exercises/{rel} differs from what solutions/{rel} generates")
+            continue
+        if current is not None and current != text and not force and manifest.get(rel) != digest(current):
+            problems.append(f"exercises/{rel} was edited since it was generated; not overwritten "
+                            "(move your changes to solutions/, or rerun with --force to discard them)")
+            written[rel] = manifest.get(rel, digest(current))
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(text)
+        written[rel] = digest(text)
+    stale = sorted(p.relative_to(exercises).as_posix() for p in exercises.rglob("*.ipynb")
+                   if p.relative_to(exercises).as_posix() not in wanted)
+    problems += [f"exercises/{rel} has no solution notebook behind it; delete it or add solutions/{rel}"
+                 for rel in stale]
+    if not check:
+        manifest_path.write_text(json.dumps(written, indent=1, sort_keys=True) + "\n")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="overwrite exercise notebooks edited by hand")
+    parser.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is stale")
+    parser.add_argument("--solutions", type=Path, default=ROOT / "solutions")
+    parser.add_argument("--exercises", type=Path, default=ROOT / "exercises")
+    args = parser.parse_args(argv)
+    problems = generate(args.solutions, args.exercises, force=args.force, check=args.check)
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
