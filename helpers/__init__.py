@@ -26,6 +26,8 @@ _LAZY = {
     "memory_jax": ("MemoryPlan", "device_memory", "live_bytes_by", "plan_memory", "plan_of",
                    "shapes_of", "tree_bytes"),
     "plotting": ("bars2", "memory_timeline", "plot", "stacked", "stacked_bars"),
+    "precision": ("FORMATS", "FloatFormat", "SavedTensor", "bytes_by_kind", "copies_made",
+                  "dot_operand_dtypes", "first_below", "float_format", "op_dtypes", "saved_for_backward"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

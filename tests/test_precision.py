@@ -1,0 +1,117 @@
+"""Tests of helpers.precision: format figures, saved tensors, op dtypes, crossover search, HLO dots."""
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.precision import (FORMATS, bytes_by_kind, copies_made, dot_operand_dtypes,
+                               first_below, float_format, op_dtypes, saved_for_backward)
+
+
+@pytest.mark.parametrize("name, dtype", [("fp32", torch.float32), ("bf16", torch.bfloat16),
+                                         ("fp16", torch.float16)])
+def test_formats_match_torch_finfo(name, dtype):
+    f, fi = float_format(name), torch.finfo(dtype)
+    assert f.smallest_normal == fi.smallest_normal
+    assert f.max == fi.max
+    assert f.eps == fi.eps
+    assert f.smallest_subnormal == float(torch.tensor(fi.smallest_normal * f.eps, dtype=dtype))
+    assert f.bits == fi.bits
+
+
+def test_tf32_has_fp32_range_and_fp16_precision():
+    tf32 = FORMATS["tf32"]
+    assert tf32.smallest_normal == FORMATS["fp32"].smallest_normal
+    assert tf32.eps == FORMATS["fp16"].eps == 2.0 ** -10
+    assert tf32.bits == 19
+    assert "tf32" in str(tf32)
+
+
+def test_unknown_format_is_an_error():
+    with pytest.raises(ValueError, match="fp32, tf32, bf16, fp16"):
+        float_format("fp8")
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def test_saved_tensors_in_fp32_reuse_parameters_and_input():
+    net, x = _mlp(), torch.randn(5, 8)
+    saved = saved_for_backward(lambda: net(x).sum(), net.parameters(), (x,))
+    kinds = {s.kind for s in saved}
+    assert "input" in kinds and "parameter" in kinds
+    assert bytes_by_kind(saved) == {"weight copy": 0, "input copy": 0, "activation": 5 * 16 * 4}
+
+
+def test_saved_tensors_under_autocast_include_bf16_copies():
+    net, x = _mlp(), torch.randn(5, 8)
+
+    def fwd():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return net(x).float().sum()
+
+    by_kind = bytes_by_kind(saved_for_backward(fwd, net.parameters(), (x,)))
+    # the input and the second weight are kept as bf16 copies; the first weight is not needed
+    assert by_kind == {"weight copy": 16 * 4 * 2, "input copy": 5 * 8 * 2, "activation": 5 * 16 * 2}
+
+
+def test_op_dtypes_sees_autocast_casts():
+    net, x = _mlp(), torch.randn(5, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ops = op_dtypes(lambda: net(x))
+    assert ("addmm", ("bfloat16", "bfloat16", "bfloat16"), "bfloat16") in ops
+    assert ("_to_copy", ("float32",), "bfloat16") in ops
+    assert op_dtypes(lambda: net(x))[-1][2] == "float32"
+
+
+@pytest.mark.parametrize("cross", [2, 3, 17, 500, 999, 1000])
+def test_first_below_finds_the_crossing(cross):
+    calls = []
+
+    def diff(b):
+        calls.append(b)
+        return cross - 0.5 - b if b < 300 else (cross - 0.5 - b) * 3
+
+    assert first_below(diff, 1, 1000) == cross
+    assert len(calls) < 40
+
+
+def test_first_below_needs_a_sign_change():
+    with pytest.raises(ValueError, match="diff must be"):
+        first_below(lambda b: 1, 1, 10)
+
+
+def test_copies_made_counts_every_cast_weight_and_the_input():
+    net, x = _mlp(), torch.randn(5, 8)
+
+    def fwd():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return net(x)
+
+    n_params = sum(p.numel() for p in net.parameters())
+    assert copies_made(fwd, net.parameters(), (x,)) == {"weight copy": 2 * n_params,
+                                                        "input copy": 5 * 8 * 2}
+    assert copies_made(lambda: net(x), net.parameters(), (x,)) == {"weight copy": 0, "input copy": 0}
+
+
+def test_first_below_is_quick_when_diff_is_linear_near_the_crossing():
+    calls = []
+
+    def diff(b):
+        calls.append(b)
+        return 1000.0 - 3 * b
+
+    assert first_below(diff, 0, 10_000) == 334
+    assert len(calls) <= 4
+
+
+def test_dot_operand_dtypes_reads_both_hlo_spellings():
+    before = ("  a.1 = bf16[4,8]{1,0} parameter(0)\n  b.2 = bf16[8,2]{1,0} parameter(1)\n"
+              "  dot.3 = bf16[4,2]{1,0} dot(a.1, b.2), lhs_contracting_dims={1}\n")
+    after = ("  %p0 = f32[4,8]{1,0} parameter(0)\n  %p1 = f32[8,2]{1,0} parameter(1)\n"
+             "  ROOT %d = f32[4,2]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}\n")
+    assert dot_operand_dtypes(before) == {("bf16", "bf16"): 1}
+    assert dot_operand_dtypes(after) == {("f32", "f32"): 1}
+    assert dot_operand_dtypes("no dots here") == {}
