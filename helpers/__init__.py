@@ -21,6 +21,7 @@ from .timing import Benchmark, synchronize  # noqa: E402
 from .units import fmt_bytes, fmt_ratio, fmt_timed  # noqa: E402
 
 _LAZY = {
+    "planner": ("FitPlan", "RUNGS", "plan_fit"),
     "memory_torch": ("CATEGORIES", "MemoryReport", "MemoryTrace", "MemoryTracker", "Workload",
                      "measure_memory", "predict_memory"),
     "memory_jax": ("MemoryPlan", "device_memory", "live_bytes_by", "plan_memory", "plan_of",
