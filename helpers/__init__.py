@@ -21,6 +21,8 @@ from .timing import Benchmark, synchronize  # noqa: E402
 from .units import fmt_bytes, fmt_ratio, fmt_timed  # noqa: E402
 
 _LAZY = {
+    "checkpointing": ("Timings", "best_segment", "count_ops", "count_torch_ops", "held_bytes",
+                      "saved_residuals", "segment_peak", "time_together"),
     "planner": ("FitPlan", "RUNGS", "plan_fit"),
     "memory_torch": ("CATEGORIES", "MemoryReport", "MemoryTrace", "MemoryTracker", "Workload",
                      "measure_memory", "predict_memory"),

@@ -1,0 +1,138 @@
+"""Activation checkpointing: the segment-length model, timing several variants fairly, and
+reading what a framework stores for backward or what a compiler kept of a recomputation.
+
+Framework imports happen inside the functions that need them, so a JAX notebook never loads
+torch and the other way round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from .timing import synchronize
+from .units import fmt_timed
+
+
+def segment_peak(n: int, s: int, c: float) -> float:
+    """Peak activation memory, in units of one block input, of n blocks checkpointed every s:
+    the ceil(n/s) stored segment inputs plus the other c - 1 units of each of the s blocks of
+    the segment being recomputed (c = units one block keeps for backward, its input included)."""
+    if n < 1 or s < 1 or s > n:
+        raise ValueError(f"need 1 <= s <= n blocks, got s={s}, n={n}")
+    if c < 1:
+        raise ValueError(f"c counts the units a block keeps, its input included, so c >= 1; got {c}")
+    return math.ceil(n / s) + (c - 1) * s
+
+
+def best_segment(n: int, c: float, choices: Sequence[int]) -> int:
+    """The segment length among `choices` with the lowest segment_peak (the shortest on a tie)."""
+    if not choices:
+        raise ValueError("choices is empty: pass the segment lengths to compare")
+    return min(sorted(choices), key=lambda s: segment_peak(n, s, c))
+
+
+@dataclass
+class Timings:
+    """Seconds per call of several functions timed together: `rounds[name]` holds one time per
+    round; `timings[name]` is the fastest round, the one least disturbed by other work."""
+
+    rounds: dict[str, list[float]]
+
+    def __getitem__(self, name: str) -> float:
+        return min(self.rounds[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rounds)
+
+    def ratio(self, a: str, b: str) -> float:
+        """Median over rounds of time(a) / time(b): each round compares runs made moments apart,
+        so load that comes and goes cancels out."""
+        return statistics.median(x / y for x, y in zip(self.rounds[a], self.rounds[b]))
+
+
+def time_together(fns: dict[str, Callable[[], Any]], *, repeats: int = 8, warmup: int = 1,
+                  verbose: bool = True) -> Timings:
+    """Time several functions in interleaved rounds (one call of each per round, every call waited
+    for with synchronize(), the order reversed every other round), so that a change in machine
+    load hits all of them alike. Prints the fastest round of each."""
+    if not fns:
+        raise ValueError("pass at least one function to time, as {name: fn}")
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats} and {warmup}")
+    for _ in range(warmup):
+        for fn in fns.values():
+            synchronize(fn())
+    rounds: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
+    for r in range(repeats):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            start = time.perf_counter()
+            synchronize(fns[name]())
+            rounds[name].append(time.perf_counter() - start)
+    timings = Timings(rounds)
+    if verbose:
+        for name in timings:
+            print(f"{name}: {fmt_timed(1000 * timings[name], 'ms')}/call")
+    return timings
+
+
+def count_ops(text: str, op: str) -> int:
+    """How many times the operation `op` (e.g. 'stablehlo.dot_general', 'opt-barrier',
+    'dot_general') is applied in a program's text: a jaxpr, lowered.as_text() or
+    compiled.as_text()."""
+    if not op:
+        raise ValueError("op is empty: name the operation to count")
+    # An application is the name followed by '(' (HLO), '[' (jaxpr) or a space (StableHLO).
+    return len(re.findall(rf"(?<![\w.%-]){re.escape(op)}(?=[\s(\[])", text))
+
+
+def saved_residuals(f: Callable, *args: Any) -> list[str]:
+    """What JAX keeps from f's forward pass for its backward pass, one line per residual, as
+    jax.ad_checkpoint.print_saved_residuals says it but without source-file locations."""
+    from jax.ad_checkpoint import print_saved_residuals
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(f, *args)
+    # 'f32[8,4] output of dot_general from /path/file.py:3:9 (fn)' -> '... output of dot_general'
+    return [re.sub(r" from (?!the argument|a literal)\S+:\d+(:\d+)?( \(.*\))?$", "", line)
+            for line in out.getvalue().splitlines() if line.strip()]
+
+
+def held_bytes(forward: Callable[[], Any], model: Any = None, inputs: Sequence[Any] = ()) -> int:
+    """Bytes of tensor storage that forward() allocates and that are still alive once it returns
+    (what autograd keeps for backward, plus the result), counted by hp.MemoryTracker; pass the
+    model and inputs so views of their storage are not counted as new."""
+    from .memory_torch import MemoryTracker
+
+    tracker = MemoryTracker(model, None, inputs)
+    with tracker:
+        result = forward()
+        gc.collect()  # storage awaiting the cycle collector is not held by the graph
+        held = sum(sign * rec.nbytes for sign, rec in tracker.trace.events if rec.phase == "forward")
+    del result
+    return held
+
+
+def count_torch_ops(fn: Callable[[], Any]) -> dict[str, int]:
+    """How many times each aten operator runs during fn(), e.g. {'aten.addmm.default': 16}."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    counts: dict[str, int] = {}
+
+    class _Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
+            counts[str(func)] = counts.get(str(func), 0) + 1
+            return func(*args, **(kwargs or {}))
+
+    with _Count():
+        fn()
+    return counts
