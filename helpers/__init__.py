@@ -31,6 +31,9 @@ _LAZY = {
     "plotting": ("bars2", "memory_timeline", "plot", "stacked", "stacked_bars"),
     "precision": ("FORMATS", "FloatFormat", "SavedTensor", "bytes_by_kind", "copies_made",
                   "dot_operand_dtypes", "first_below", "float_format", "op_dtypes", "saved_for_backward"),
+    "gpt": ("GPTConfig", "gpt_param_count", "synthetic_tokens"),
+    "gpt_torch": ("MiniGPT",),
+    "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
