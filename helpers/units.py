@@ -25,4 +25,5 @@ def fmt_ratio(x: float) -> str:
 def fmt_timed(x: float, unit: str = "") -> str:
     """A machine-dependent figure, e.g. '~12.3 ms'; the '~' marks it for masking by nbval."""
     sep = " " if unit and unit[0].isalpha() else ""
-    return f"~{x:.3g}{sep}{unit}"
+    number = f"{x:.0f}" if 1000 <= abs(x) < 1e15 else f"{x:.3g}"  # 1234, not 1.23e+03
+    return f"~{number}{sep}{unit}"

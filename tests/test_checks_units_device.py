@@ -31,6 +31,7 @@ def test_formatters():
     assert hp.fmt_ratio(1.0887) == "1.09x"
     assert hp.fmt_timed(12.345, "ms") == "~12.3 ms"
     assert hp.fmt_timed(1.5, "x") == "~1.5 x"
+    assert hp.fmt_timed(1012.6, "ms") == "~1013 ms" and hp.fmt_timed(2.5e-5) == "~2.5e-05"
 
 
 def test_profile_from_environment(monkeypatch):
