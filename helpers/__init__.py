@@ -17,12 +17,12 @@ from .anatomy import (GPTActivations, ParamBytes, bytes_per_param, gpt_activatio
                       linear_stack_activation_bytes, persistent_bytes)
 from .checks import ClaimFailed, check, skip  # noqa: E402
 from .device import describe, has_gpu, jax_backend, profile, sized, torch_device  # noqa: E402
-from .timing import Benchmark, synchronize  # noqa: E402
+from .timing import Benchmark, Timings, synchronize, time_together  # noqa: E402
 from .units import fmt_bytes, fmt_ratio, fmt_timed  # noqa: E402
 
 _LAZY = {
-    "checkpointing": ("Timings", "best_segment", "count_ops", "count_torch_ops", "held_bytes",
-                      "saved_residuals", "segment_peak", "time_together"),
+    "checkpointing": ("best_segment", "count_ops", "count_torch_ops", "held_bytes",
+                      "saved_residuals", "segment_peak"),
     "planner": ("FitPlan", "RUNGS", "plan_fit"),
     "memory_torch": ("CATEGORIES", "MemoryReport", "MemoryTrace", "MemoryTracker", "Workload",
                      "measure_memory", "predict_memory"),

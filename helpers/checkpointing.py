@@ -1,5 +1,5 @@
-"""Activation checkpointing: the segment-length model, timing several variants fairly, and
-reading what a framework stores for backward or what a compiler kept of a recomputation.
+"""Activation checkpointing: the segment-length model, and reading what a framework stores for
+backward or what a compiler kept of a recomputation.
 
 Framework imports happen inside the functions that need them, so a JAX notebook never loads
 torch and the other way round.
@@ -12,13 +12,7 @@ import gc
 import io
 import math
 import re
-import statistics
-import time
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
-
-from .timing import synchronize
-from .units import fmt_timed
+from typing import Any, Callable, Sequence
 
 
 def segment_peak(n: int, s: int, c: float) -> float:
@@ -37,51 +31,6 @@ def best_segment(n: int, c: float, choices: Sequence[int]) -> int:
     if not choices:
         raise ValueError("choices is empty: pass the segment lengths to compare")
     return min(sorted(choices), key=lambda s: segment_peak(n, s, c))
-
-
-@dataclass
-class Timings:
-    """Seconds per call of several functions timed together: `rounds[name]` holds one time per
-    round; `timings[name]` is the fastest round, the one least disturbed by other work."""
-
-    rounds: dict[str, list[float]]
-
-    def __getitem__(self, name: str) -> float:
-        return min(self.rounds[name])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.rounds)
-
-    def ratio(self, a: str, b: str) -> float:
-        """Median over rounds of time(a) / time(b): each round compares runs made moments apart,
-        so load that comes and goes cancels out."""
-        return statistics.median(x / y for x, y in zip(self.rounds[a], self.rounds[b]))
-
-
-def time_together(fns: dict[str, Callable[[], Any]], *, repeats: int = 8, warmup: int = 1,
-                  verbose: bool = True) -> Timings:
-    """Time several functions in interleaved rounds (one call of each per round, every call waited
-    for with synchronize(), the order reversed every other round), so that a change in machine
-    load hits all of them alike. Prints the fastest round of each."""
-    if not fns:
-        raise ValueError("pass at least one function to time, as {name: fn}")
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats} and {warmup}")
-    for _ in range(warmup):
-        for fn in fns.values():
-            synchronize(fn())
-    rounds: dict[str, list[float]] = {name: [] for name in fns}
-    order = list(fns)
-    for r in range(repeats):
-        for name in (order if r % 2 == 0 else order[::-1]):
-            start = time.perf_counter()
-            synchronize(fns[name]())
-            rounds[name].append(time.perf_counter() - start)
-    timings = Timings(rounds)
-    if verbose:
-        for name in timings:
-            print(f"{name}: {fmt_timed(1000 * timings[name], 'ms')}/call")
-    return timings
 
 
 def count_ops(text: str, op: str) -> int:

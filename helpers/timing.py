@@ -5,19 +5,33 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 from .units import fmt_timed
+
+
+def _leaves(tree: Any) -> Iterator[Any]:
+    """The leaves of nested dicts, lists and tuples (JAX's tree_leaves when JAX is not loaded)."""
+    if isinstance(tree, dict):
+        for value in tree.values():
+            yield from _leaves(value)
+    elif isinstance(tree, (list, tuple)):
+        for value in tree:
+            yield from _leaves(value)
+    elif tree is not None:
+        yield tree
 
 
 def synchronize(result: Any = None) -> None:
     """Wait until the work behind `result` is done: JAX arrays (and any leaf with
     block_until_ready) are blocked on, and pending CUDA work in torch is synchronized."""
-    leaves = [result]
     if "jax" in sys.modules:
         import jax
 
         leaves = jax.tree.leaves(result)
+    else:
+        leaves = list(_leaves(result))
     for leaf in leaves:
         wait = getattr(leaf, "block_until_ready", None)
         if callable(wait):
@@ -56,3 +70,48 @@ class Benchmark:
 
     def __str__(self) -> str:
         return f"{self.desc}: {fmt_timed(1000 * self.time, 'ms')}/call"
+
+
+@dataclass
+class Timings:
+    """Seconds per call of several functions timed together: `rounds[name]` holds one time per
+    round; `timings[name]` is the fastest round, the one least disturbed by other work."""
+
+    rounds: dict[str, list[float]]
+
+    def __getitem__(self, name: str) -> float:
+        return min(self.rounds[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rounds)
+
+    def ratio(self, a: str, b: str) -> float:
+        """Median over rounds of time(a) / time(b): each round compares runs made moments apart,
+        so load that comes and goes cancels out."""
+        return statistics.median(x / y for x, y in zip(self.rounds[a], self.rounds[b]))
+
+
+def time_together(fns: dict[str, Callable[[], Any]], *, repeats: int = 8, warmup: int = 1,
+                  verbose: bool = True) -> Timings:
+    """Time several functions in interleaved rounds (one call of each per round, every call waited
+    for with synchronize(), the order reversed every other round), so that a change in machine
+    load hits all of them alike. Prints the fastest round of each."""
+    if not fns:
+        raise ValueError("pass at least one function to time, as {name: fn}")
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"need repeats >= 1 and warmup >= 0, got {repeats} and {warmup}")
+    for _ in range(warmup):
+        for fn in fns.values():
+            synchronize(fn())
+    rounds: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
+    for r in range(repeats):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            start = time.perf_counter()
+            synchronize(fns[name]())
+            rounds[name].append(time.perf_counter() - start)
+    timings = Timings(rounds)
+    if verbose:
+        for name in timings:
+            print(f"{name}: {fmt_timed(1000 * timings[name], 'ms')}/call")
+    return timings

@@ -58,3 +58,23 @@ def test_benchmark_synchronizes_jax():
     x = jnp.ones((256, 256))
     bench = hp.Benchmark(lambda: x @ x, repeats=3, warmup=1, verbose=False)
     assert bench.time > 0
+
+
+def test_time_together_interleaves_rounds_and_compares_them(capsys):
+    calls = []
+    fast = lambda: calls.append("a")  # noqa: E731
+    slow = lambda: (calls.append("b"), time.sleep(0.01))  # noqa: E731
+    t = hp.time_together({"fast": fast, "slow": slow}, repeats=3, warmup=1)
+    assert calls == ["a", "b"] + ["a", "b", "b", "a", "a", "b"]  # warm-up, then alternating order
+    assert t["slow"] > 0.009 > t["fast"]
+    assert list(t) == ["fast", "slow"] and len(t.rounds["slow"]) == 3
+    assert t.ratio("slow", "fast") > 1 > t.ratio("fast", "slow")
+    assert "slow: ~" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        hp.time_together({})
+
+
+def test_timings_ratio_is_the_median_of_per_round_ratios():
+    t = hp.Timings({"a": [2.0, 20.0, 2.2], "b": [1.0, 10.0, 1.0]})
+    assert t["a"] == 2.0
+    assert t.ratio("a", "b") == 2.0  # rounds: 2.0, 2.0, 2.2 -> median 2.0
