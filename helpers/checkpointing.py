@@ -12,6 +12,7 @@ import gc
 import io
 import math
 import re
+from collections import Counter
 from typing import Any, Callable, Sequence
 
 
@@ -73,15 +74,6 @@ def held_bytes(forward: Callable[[], Any], model: Any = None, inputs: Sequence[A
 
 def count_torch_ops(fn: Callable[[], Any]) -> dict[str, int]:
     """How many times each aten operator runs during fn(), e.g. {'aten.addmm.default': 16}."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from .precision import dispatched_ops
 
-    counts: dict[str, int] = {}
-
-    class _Count(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
-            counts[str(func)] = counts.get(str(func), 0) + 1
-            return func(*args, **(kwargs or {}))
-
-    with _Count():
-        fn()
-    return counts
+    return dict(Counter(str(func) for func, _, _ in dispatched_ops(fn)))

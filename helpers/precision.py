@@ -157,26 +157,32 @@ def bytes_by_kind(saved: Iterable[SavedTensor]) -> dict[str, int]:
     return totals
 
 
-def op_dtypes(forward: Callable[[], Any]) -> list[tuple[str, tuple[str, ...], str]]:
-    """Run forward() and list every aten operator it dispatches: (name, input dtypes, output
-    dtype), e.g. ('addmm', ('bfloat16', 'bfloat16', 'bfloat16'), 'bfloat16')."""
+def dispatched_ops(forward: Callable[[], Any]) -> list[tuple[Any, tuple[str, ...], str]]:
+    """Run forward() and list every aten operator it dispatches as (operator, input dtypes, output
+    dtype); the operator prints as e.g. 'aten.addmm.default'."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
 
-    log: list[tuple[str, tuple[str, ...], str]] = []
+    log: list[tuple[Any, tuple[str, ...], str]] = []
 
     class _Log(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             ins = tuple(_dtype_name(a.dtype) for a in tree_leaves(args) if isinstance(a, torch.Tensor))
             outs = [o for o in tree_leaves(out) if isinstance(o, torch.Tensor)]
-            log.append((func.overloadpacket.__name__, ins, _dtype_name(outs[0].dtype) if outs else "-"))
+            log.append((func, ins, _dtype_name(outs[0].dtype) if outs else "-"))
             return out
 
     with _Log():
         forward()
     return log
+
+
+def op_dtypes(forward: Callable[[], Any]) -> list[tuple[str, tuple[str, ...], str]]:
+    """Run forward() and list every aten operator it dispatches: (name, input dtypes, output
+    dtype), e.g. ('addmm', ('bfloat16', 'bfloat16', 'bfloat16'), 'bfloat16')."""
+    return [(func.overloadpacket.__name__, ins, out) for func, ins, out in dispatched_ops(forward)]
 
 
 def first_below(diff: Callable[[int], float], lo: int, hi: int) -> int:
