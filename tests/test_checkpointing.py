@@ -3,12 +3,12 @@ import pytest
 import helpers as hp
 
 
-def test_segment_peak_counts_stored_inputs_and_one_segment():
-    # 16 blocks, 3 units each: per-block keeps 16 inputs + 2 units of the recomputed block.
-    assert hp.segment_peak(16, 1, 3) == 18
-    assert hp.segment_peak(16, 4, 3) == 4 + 2 * 4
-    assert hp.segment_peak(16, 16, 3) == 1 + 2 * 16
-    assert hp.segment_peak(10, 3, 2) == 4 + 3  # ceil(10 / 3) stored inputs
+def test_segment_peak_counts_waiting_inputs_and_one_recomputed_segment():
+    # 16 blocks, 3 units each: per-block keeps 15 waiting inputs + the 3 units of the rerun block.
+    assert hp.segment_peak(16, 1, 3) == 15 + 3
+    assert hp.segment_peak(16, 4, 3) == 3 + 3 * 4  # the rerun segment holds its inner block inputs too
+    assert hp.segment_peak(16, 16, 3) == 3 * 16   # one segment: everything, as storing it all
+    assert hp.segment_peak(10, 3, 2) == 3 + 6  # ceil(10 / 3) segments, three of them waiting
 
 
 def test_segment_peak_rejects_impossible_segments():
@@ -18,10 +18,10 @@ def test_segment_peak_rejects_impossible_segments():
         hp.segment_peak(4, 2, 0.5)
 
 
-def test_best_segment_is_near_sqrt_n_over_c_minus_one():
-    assert hp.best_segment(16, 5, [1, 2, 4, 8, 16]) == 2  # sqrt(16 / 4) = 2
-    assert hp.best_segment(64, 2, [1, 2, 4, 8, 16, 32, 64]) == 8
-    assert hp.best_segment(16, 3, [4, 2, 1]) == 2  # tie between 2 and 4: the shorter
+def test_best_segment_is_near_sqrt_n_over_c():
+    assert hp.best_segment(16, 4, [1, 2, 4, 8, 16]) == 2  # sqrt(16 / 4) = 2
+    assert hp.best_segment(64, 1, [1, 2, 4, 8, 16, 32, 64]) == 8  # sqrt(64) = 8
+    assert hp.best_segment(16, 2, [4, 2, 1]) == 2  # tie between 2 and 4 (11 units each): the shorter
     with pytest.raises(ValueError):
         hp.best_segment(16, 3, [])
 
