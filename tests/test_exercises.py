@@ -114,3 +114,9 @@ def test_each_exercise_runs_until_its_first_stub(path):
     ran = [i for i in code if nb.cells[i].execution_count is not None]
     assert [i for i in code if i < first_stub] == [i for i in ran if i < first_stub]
     assert max(ran) >= first_stub
+
+
+def test_every_exercise_of_the_sources_has_a_solution():
+    # 13 exercises of the textbook section and 4 of the mini-GPT notebook, numbered 1-17
+    numbers = {int(p.name[2:4]) for p in (ROOT / "solutions").rglob("ex*.ipynb")}
+    assert numbers == set(range(1, 18)), f"missing: {sorted(set(range(1, 18)) - numbers)}"

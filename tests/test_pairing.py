@@ -34,3 +34,25 @@ def test_twins_share_their_headings(name):
 def test_notebook_names_are_numbered_lessons():
     for p in list(TORCH.glob("*.ipynb")) + list(JAX.glob("*.ipynb")):
         assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name), p.name
+
+
+SOLUTIONS = ROOT / "solutions"
+SOLUTION_TWINS = sorted({p.name for p in (SOLUTIONS / "pytorch").glob("*.ipynb")}
+                        & {p.name for p in (SOLUTIONS / "jax").glob("*.ipynb")})
+
+
+def test_solution_twins_exist():
+    # the [code] exercises of the source get one notebook per framework, under the same name
+    assert {"ex02_second_copy_of_the_weights.ipynb", "ex04_recomputation_overhead.ipynb",
+            "ex06_cost_of_accumulation.ipynb"} <= set(SOLUTION_TWINS)
+
+
+@pytest.mark.parametrize("name", SOLUTION_TWINS)
+def test_solution_twins_share_their_headings(name):
+    ours, theirs = headings(SOLUTIONS / "pytorch" / name), headings(SOLUTIONS / "jax" / name)
+    assert ours == theirs
+
+
+def test_solution_names_are_numbered_exercises():
+    for p in SOLUTIONS.rglob("*.ipynb"):
+        assert re.fullmatch(r"ex\d\d_[a-z0-9_]+\.ipynb", p.name), p.name
