@@ -60,3 +60,25 @@ class MiniGPT(nn.Module):
         """Next-token cross-entropy of a (batch, T + 1) block of token ids."""
         logits = self(batch[:, :-1])
         return F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten().long())
+
+
+def make_step(model: nn.Module, opt: torch.optim.Optimizer, bf16: bool, accum: int):
+    """One optimizer step on a batch fed as `accum` micro-batches (bf16 autocast if asked);
+    the returned step(batch) gives the batch's mean loss."""
+    if not isinstance(accum, int) or accum < 1:
+        raise ValueError(f"accum must be a whole number of micro-batches >= 1, got {accum!r}")
+
+    def step(batch: torch.Tensor) -> torch.Tensor:
+        if batch.shape[0] % accum:
+            raise ValueError(f"a batch of {batch.shape[0]} does not split into {accum} equal micro-batches; "
+                             "pick a batch size that accum divides")
+        opt.zero_grad(set_to_none=True)
+        total = torch.zeros((), device=batch.device)
+        for micro in batch.chunk(accum):
+            with torch.autocast(batch.device.type, dtype=torch.bfloat16, enabled=bf16):
+                loss = model.loss(micro) / accum
+            loss.backward()
+            total += loss.detach()
+        opt.step()
+        return total
+    return step

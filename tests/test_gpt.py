@@ -123,3 +123,21 @@ def test_sequences_longer_than_the_model_are_refused():
         hp.MiniGPT(TINY)(torch.from_numpy(too_long))
     with pytest.raises(ValueError, match="longer"):
         hp.minigpt_logits(hp.minigpt_init(TINY, jax.random.key(0)), jnp.asarray(too_long), TINY)
+
+
+def test_make_step_accumulates_to_the_full_batch_gradient_and_rejects_bad_splits():
+    torch.manual_seed(0)
+    batch = torch.from_numpy(hp.synthetic_tokens(TINY, rows=8, seed=1)).long()
+    grads, losses = [], []
+    for accum in (1, 4):
+        torch.manual_seed(0)
+        model = hp.MiniGPT(TINY)
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the step keeps .grad, changes nothing
+        losses.append(float(hp.make_step(model, opt, bf16=False, accum=accum)(batch)))
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert abs(losses[0] - losses[1]) < 1e-5
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+    with pytest.raises(ValueError, match="equal micro-batches"):
+        hp.make_step(model, opt, bf16=False, accum=3)(batch)
+    with pytest.raises(ValueError, match="accum"):
+        hp.make_step(model, opt, bf16=False, accum=0)
