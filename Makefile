@@ -10,7 +10,7 @@ CPU_ENV := CUDA_VISIBLE_DEVICES= JAX_PLATFORMS=cpu COURSE_PROFILE=cpu PYTHONHASH
 NOTEBOOKS := $(wildcard notebooks/pytorch/*.ipynb notebooks/jax/*.ipynb)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
 
-.PHONY: lab test unit nbval outputs exercises clean
+.PHONY: lab test unit nbval matrix outputs exercises clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -23,14 +23,21 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# Two pytest-xdist workers; --dist loadscope keeps every notebook's cells in one worker (one kernel).
+XDIST := -n 2 --dist loadscope
+
 test: $(STAMP)
-	$(CPU_ENV) $(BIN)/python -m pytest tests $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) tests $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
 
 unit: $(STAMP)
 	$(CPU_ENV) $(BIN)/python -m pytest tests
 
 nbval: $(STAMP)
-	$(CPU_ENV) $(BIN)/python -m pytest $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+
+# Strict nbval in several machine configurations (AVX2-only on one core, 1 and 4 threads, ...): a table.
+matrix: $(STAMP)
+	$(BIN)/python tools/run_matrix.py $(ARGS)
 
 # Re-execute every notebook in place from a clean kernel at the cpu profile (commit the result).
 outputs: $(STAMP)

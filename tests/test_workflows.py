@@ -21,7 +21,19 @@ def test_cpu_job_runs_make_test_and_gpu_job_uses_the_gpu_profile():
     text = (ROOT / ".github" / "workflows" / "course.yml").read_text()
     assert "run: make test" in text
     assert "[self-hosted, linux, x64, gpu]" in text and "COURSE_PROFILE: gpu" in text
-    assert "--nbval-lax" in text and "upload-artifact" in text
+    assert "make gpu-check" in text and "upload-artifact" in text and "--nbval-lax" not in text
+
+
+def test_workflow_hygiene():
+    """Read-only token, one run per ref, pip cache, a CPU build of torch in the CPU job, and a GPU
+    job that never runs a fork's code because of a label."""
+    text = (ROOT / ".github" / "workflows" / "course.yml").read_text()
+    assert "permissions:\n  contents: read" in text
+    assert "concurrency:" in text and "github.ref" in text
+    assert "cache: pip" in text
+    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in text
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in text
+    assert "environment: gpu" in text
 
 
 def test_ci_script_calls_make_test():
