@@ -33,7 +33,7 @@ _LAZY = {
                   "dispatched_ops", "dot_operand_dtypes", "first_below", "float_format", "op_dtypes",
                   "saved_for_backward"),
     "gpt": ("GPTConfig", "gpt_param_count", "synthetic_tokens"),
-    "gpt_torch": ("MiniGPT", "make_step"),
+    "gpt_torch": ("Block", "MiniGPT", "make_step"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._validate import positive
+
 # Bytes kept per parameter by each optimizer, in fp32 (Adam: first and second moment).
-OPTIMIZER_STATE_BYTES = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8}
-PRECISIONS = ("fp32", "mixed")
-
-
-def _positive(name: str, value: float, hint: str) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}: {hint}")
+_OPTIMIZER_STATE_BYTES = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8}
+_PRECISIONS = ("fp32", "mixed")
 
 
 @dataclass(frozen=True)
@@ -35,19 +32,19 @@ class ParamBytes:
 
 
 def bytes_per_param(optimizer: str = "adam", precision: str = "fp32") -> ParamBytes:
-    """Persistent bytes per parameter: 16 for Adam in fp32; mixed precision adds a bf16 weight
-    copy and a bf16 gradient in flight (2 + 2), hence 18-20 bytes."""
-    if optimizer not in OPTIMIZER_STATE_BYTES:
-        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZER_STATE_BYTES)}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    """Persistent bytes per parameter: 16 for Adam in fp32; mixed precision adds 4 for a bf16
+    weight copy and a bf16 gradient in flight (2 + 2), so 20 for Adam."""
+    if optimizer not in _OPTIMIZER_STATE_BYTES:
+        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(_OPTIMIZER_STATE_BYTES)}")
+    if precision not in _PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(_PRECISIONS)}")
     copies = 4 if precision == "mixed" else 0
-    return ParamBytes(4, 4, OPTIMIZER_STATE_BYTES[optimizer], copies)
+    return ParamBytes(4, 4, _OPTIMIZER_STATE_BYTES[optimizer], copies)
 
 
 def persistent_bytes(n_params: int, optimizer: str = "adam", precision: str = "fp32") -> int:
     """Bytes of parameters, gradients and optimizer state for n_params parameters."""
-    _positive("n_params", n_params, "pass the model's parameter count")
+    positive("n_params", n_params, "pass the model's parameter count")
     return int(n_params) * bytes_per_param(optimizer, precision).total
 
 
@@ -56,12 +53,12 @@ def linear_stack_activation_bytes(batch: int, widths: list[int], dtype_bytes: in
 
     widths are the layer input widths in order (a nonlinearity between layers adds its
     output, the next layer's input, which is already counted)."""
-    _positive("batch", batch, "pass the number of examples per step")
-    _positive("dtype_bytes", dtype_bytes, "use 4 for fp32, 2 for bf16/fp16")
+    positive("batch", batch, "pass the number of examples per step")
+    positive("dtype_bytes", dtype_bytes, "use 4 for fp32, 2 for bf16/fp16")
     if not widths:
         raise ValueError("widths is empty: pass the input width of every layer")
     for w in widths:
-        _positive("every width", w, "pass the input width of every layer")
+        positive("every width", w, "pass the input width of every layer")
     return int(batch) * int(sum(widths)) * int(dtype_bytes)
 
 
@@ -83,6 +80,6 @@ def gpt_activation_bytes(*, d: int, n_layers: int, n_heads: int, seq: int, vocab
     materialized attention), each of value_bytes; the logits are V fp32 values per token."""
     for name, v in (("d", d), ("n_layers", n_layers), ("n_heads", n_heads), ("seq", seq),
                     ("vocab", vocab), ("value_bytes", value_bytes)):
-        _positive(name, v, "pass the model configuration's value")
+        positive(name, v, "pass the model configuration's value")
     per_token = 16 * d + (0 if fused_attention else n_heads * seq)
     return GPTActivations(blocks=per_token * seq * n_layers * value_bytes, logits=vocab * seq * 4)

@@ -6,18 +6,18 @@ import os
 import sys
 from typing import TypeVar
 
-T = TypeVar("T")
-PROFILES = ("cpu", "gpu")
+_T = TypeVar("_T")
+_PROFILES = ("cpu", "gpu")
 
 
 def profile() -> str:
     """The size profile: $COURSE_PROFILE if set, else 'gpu' when a GPU is visible, else 'cpu'."""
     chosen = os.environ.get("COURSE_PROFILE", "").strip().lower()
     if chosen:
-        if chosen not in PROFILES:
+        if chosen not in _PROFILES:
             raise ValueError(
                 f"COURSE_PROFILE={os.environ['COURSE_PROFILE']!r} is not a size profile; "
-                f"set it to one of {', '.join(PROFILES)} or unset it to choose from the device"
+                f"set it to one of {', '.join(_PROFILES)} or unset it to choose from the device"
             )
         return chosen
     return "gpu" if has_gpu() else "cpu"
@@ -36,7 +36,7 @@ def has_gpu() -> bool:
     return False
 
 
-def sized(*, cpu: T, gpu: T) -> T:
+def sized(*, cpu: _T, gpu: _T) -> _T:
     """Pick the experiment size for the current profile, e.g. sized(cpu=2048, gpu=16384)."""
     return cpu if profile() == "cpu" else gpu
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validate import positive
+
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -22,9 +24,8 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab", "d_model", "n_heads", "n_layers", "seq", "mlp_ratio"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"GPTConfig.{name} must be a positive int, got {value!r}")
+            positive(f"GPTConfig.{name}", getattr(self, name), "pass a count such as the default "
+                     f"{getattr(GPTConfig, name)}", whole=True)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
                              "every head needs the same width")
@@ -48,8 +49,7 @@ def synthetic_tokens(cfg: GPTConfig, rows: int, seed: int = 0, noise: float = 0.
     """rows sequences of cfg.seq + 1 tokens (int32) that follow a fixed random successor rule, so a
     model can learn them: each token is the successor of the one before, or with probability
     `noise` a random token. Same seed, same data, in either framework."""
-    if rows <= 0:
-        raise ValueError(f"rows must be positive, got {rows}")
+    positive("rows", rows, "pass the number of sequences to make", whole=True)
     if not 0.0 <= noise <= 1.0:
         raise ValueError(f"noise is a probability, got {noise}")
     rng = np.random.default_rng(seed)

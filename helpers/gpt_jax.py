@@ -18,10 +18,10 @@ import jax.numpy as jnp
 
 from .gpt import GPTConfig
 
-Params = dict[str, Any]
+_Params = dict[str, Any]
 
 
-def minigpt_init(cfg: GPTConfig, key: jax.Array) -> Params:
+def minigpt_init(cfg: GPTConfig, key: jax.Array) -> _Params:
     """Fresh fp32 parameters drawn like PyTorch's defaults: embeddings normal(0, 1); weights and
     biases uniform(+-1/sqrt(fan_in)); LayerNorm scales one, shifts zero."""
     d, f, L = cfg.d_model, cfg.mlp_ratio * cfg.d_model, cfg.n_layers
@@ -69,7 +69,7 @@ def _gelu(x: jax.Array) -> jax.Array:
     return jax.nn.gelu(x, approximate=True)
 
 
-def _block(x: jax.Array, p: Params, n_heads: int, dtype: Any) -> jax.Array:
+def _block(x: jax.Array, p: _Params, n_heads: int, dtype: Any) -> jax.Array:
     """Pre-LN block: x + attention(LN(x)), then x + MLP(LN(x)); the residual stays fp32."""
     B, T, d = x.shape
     qkv = _dense(_layer_norm(x, p["ln1_g"], p["ln1_b"]), p["qkv_w"], p["qkv_b"], dtype)
@@ -80,7 +80,7 @@ def _block(x: jax.Array, p: Params, n_heads: int, dtype: Any) -> jax.Array:
     return x + _dense(h, p["out_w"], p["out_b"], dtype)
 
 
-def minigpt_logits(params: Params, tokens: jax.Array, cfg: GPTConfig, *, dtype: Any = jnp.float32,
+def minigpt_logits(params: _Params, tokens: jax.Array, cfg: GPTConfig, *, dtype: Any = jnp.float32,
                    checkpoint: bool = False) -> jax.Array:
     """Logits (batch, T, vocab) for token ids (batch, T); checkpoint=True wraps each block in
     jax.checkpoint, so backward keeps only the block inputs and recomputes the rest."""
@@ -89,7 +89,7 @@ def minigpt_logits(params: Params, tokens: jax.Array, cfg: GPTConfig, *, dtype: 
         raise ValueError(f"sequence of {T} tokens is longer than the model's {cfg.seq}")
     x = params["tok"][tokens] + params["pos"][:T]
 
-    def block(x: jax.Array, p: Params) -> jax.Array:
+    def block(x: jax.Array, p: _Params) -> jax.Array:
         return _block(x, p, cfg.n_heads, dtype)
 
     if checkpoint:
@@ -98,7 +98,7 @@ def minigpt_logits(params: Params, tokens: jax.Array, cfg: GPTConfig, *, dtype: 
     return _dense(_layer_norm(x, params["ln_f_g"], params["ln_f_b"]), params["head"], None, dtype)
 
 
-def minigpt_loss(params: Params, batch: jax.Array, cfg: GPTConfig, *, dtype: Any = jnp.float32,
+def minigpt_loss(params: _Params, batch: jax.Array, cfg: GPTConfig, *, dtype: Any = jnp.float32,
                  checkpoint: bool = False) -> jax.Array:
     """Next-token cross-entropy (computed in fp32) of a (batch, T + 1) block of token ids."""
     logits = minigpt_logits(params, batch[:, :-1], cfg, dtype=dtype, checkpoint=checkpoint)

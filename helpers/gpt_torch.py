@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from ._validate import positive
 from .gpt import GPTConfig
 
 
@@ -65,8 +66,7 @@ class MiniGPT(nn.Module):
 def make_step(model: nn.Module, opt: torch.optim.Optimizer, bf16: bool, accum: int):
     """One optimizer step on a batch fed as `accum` micro-batches (bf16 autocast if asked);
     the returned step(batch) gives the batch's mean loss."""
-    if not isinstance(accum, int) or accum < 1:
-        raise ValueError(f"accum must be a whole number of micro-batches >= 1, got {accum!r}")
+    positive("accum", accum, "pass the number of micro-batches per step (1: no accumulation)", whole=True)
 
     def step(batch: torch.Tensor) -> torch.Tensor:
         if batch.shape[0] % accum:

@@ -2,8 +2,8 @@
 
 XLA decides every buffer of a jitted computation at compile time; memory_analysis() reports that
 plan (arguments, outputs, temporaries, aliases) before anything runs. On a GPU the runtime also
-counts bytes in use and their peak (Device.memory_stats()); on the CPU it keeps no such counters,
-so the plan is the figure to read there.
+counts the bytes in use (Device.memory_stats()); differences of two readings say what a step left
+allocated. On the CPU it keeps no such counters, so the plan is the figure to read there.
 """
 
 from __future__ import annotations
@@ -64,12 +64,14 @@ def shapes_of(tree: Any) -> Any:
 
 
 def device_memory() -> dict[str, int] | None:
-    """bytes_in_use and peak_bytes_in_use of the default device, or None where the runtime keeps
-    no counters (the CPU)."""
+    """{'bytes_in_use': ...} of the default device now, or None where the runtime keeps no
+    counters (the CPU). What a step costs is the difference of two readings around it. The
+    runtime's peak_bytes_in_use is left out on purpose: it is the process's high-water mark since
+    start-up, which JAX cannot reset, so it is no step's peak (the compiler's plan gives that)."""
     stats = jax.devices()[0].memory_stats()
-    if not stats:
+    if not stats or "bytes_in_use" not in stats:
         return None
-    return {k: stats[k] for k in ("bytes_in_use", "peak_bytes_in_use") if k in stats}
+    return {"bytes_in_use": stats["bytes_in_use"]}
 
 
 def live_bytes_by(categories: dict[str, Any], ignore: Sequence[Any] = ()) -> dict[str, int]:

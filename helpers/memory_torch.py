@@ -4,10 +4,11 @@ step's peak without running it. Works on the CPU as well as on CUDA.
 torch.cuda's counters exist only on CUDA, so the course counts memory itself: a
 TorchDispatchMode sees every tensor an operator returns, and a weak reference to each tensor's
 storage tells when that storage is freed. The live total is the sum of storage bytes (no
-allocator rounding, no kernel workspaces). On CUDA the report adds the allocator's own
-max_memory_allocated and max_memory_reserved. Under FakeTensorMode the same counting runs on
-tensors without data: that is the prediction. torch's MemTracker (torch.distributed._tools)
-works the same way but records per-module snapshots, not the per-allocation trace we plot.
+allocator rounding, no kernel workspaces). On CUDA the report adds the allocator's own peaks
+during the measured steps (max_memory_allocated and max_memory_reserved, reset just before
+them). Under FakeTensorMode the same counting runs on tensors without data: that is the
+prediction. torch's MemTracker (torch.distributed._tools) works the same way but records
+per-module snapshots, not the per-allocation trace we plot.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map_only
 from torch.utils.weak import WeakIdKeyDictionary
 
+from ._validate import positive
 from .units import fmt_bytes
 
 CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "temporaries")
-PHASES = ("setup", "forward", "backward", "optimizer")
 
 
 class _Record:
@@ -192,7 +193,7 @@ class MemoryTracker(TorchDispatchMode):
 @dataclass
 class MemoryReport:
     """What a measurement (or a prediction) found: the tracked peak, its anatomy and phase, and
-    on CUDA the allocator's own peaks."""
+    on CUDA the allocator's own peaks during the measured steps."""
 
     device: str
     peak: int
@@ -223,18 +224,34 @@ class Workload:
     inputs: tuple[torch.Tensor, ...] = ()
 
 
+def _device_of(work: Workload) -> torch.device:
+    """The device of the workload's first parameter, else of its first input, else the CPU."""
+    params = list(work.model.parameters()) if work.model is not None else []
+    for t in params + [x for x in work.inputs if isinstance(x, torch.Tensor)]:
+        return t.device
+    return torch.device("cpu")
+
+
 def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) -> MemoryReport:
-    """Run work.step() `steps` times while counting memory; report the peak and the trace."""
+    """Run work.step() `steps` times while counting memory; report the peak and the trace.
+
+    On CUDA the report adds the caching allocator's peaks during these steps (the peak statistics
+    are reset just before them): cuda_allocated is the workload's storage at the start plus the
+    most the allocator's allocated bytes grew over their level at the start, so tensors that other
+    code keeps alive are left out as they are from the tracked peak; cuda_reserved is the most the
+    allocator held from the driver during the steps, for the whole process (a cache is not owned
+    by one workload)."""
     if not isinstance(work, Workload):
         raise TypeError(f"measure_memory needs a hp.Workload, got {type(work).__name__}; "
                         "wrap your step as hp.Workload(step, model, optimizer, inputs)")
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
-    params = list(work.model.parameters()) if work.model is not None else []
-    on_cuda = bool(params) and params[0].is_cuda and not _predicted
+    positive("steps", steps, "pass how many training steps to run, 1 or more", whole=True)
+    device = _device_of(work)
+    on_cuda = device.type == "cuda" and not _predicted
     if on_cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
+        gc.collect()  # garbage freed during the steps would otherwise lower the level we measure from
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        allocated_before = torch.cuda.memory_allocated(device)
     tracker = MemoryTracker(work.model, work.optimizer, work.inputs)
     with tracker:
         for i in range(steps):
@@ -244,13 +261,16 @@ def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) 
     i = trace.peak_index()
     breakdown = {c: s[i] for c, s in trace.by_category().items()}
     report = MemoryReport(
-        device=str(params[0].device) if params else "cpu", peak=trace.totals()[i],
+        device=str(device), peak=trace.totals()[i],
         peak_breakdown=breakdown, peak_phase=trace.events[i][1].phase, trace=trace,
         predicted=_predicted)
     if on_cuda:
-        torch.cuda.synchronize()
-        report.cuda_allocated = torch.cuda.max_memory_allocated()
-        report.cuda_reserved = torch.cuda.max_memory_reserved()
+        torch.cuda.synchronize(device)
+        first = trace.marks[0][0]  # the events before it are the workload's storage at the start
+        tracked_before = trace.totals()[first - 1] if first else 0
+        report.cuda_allocated = (torch.cuda.max_memory_allocated(device) - allocated_before
+                                 + tracked_before)
+        report.cuda_reserved = torch.cuda.max_memory_reserved(device)
     return report
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._validate import positive
 from .anatomy import persistent_bytes
 from .units import fmt_bytes
 
@@ -43,9 +44,9 @@ class FitPlan:
 
 
 def _check_factor(name: str, value: float | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-        raise ValueError(f"{name} must be a positive number, got {value!r}: it is the activation bytes "
-                         "after the intervention divided by those before (a measured factor may exceed 1)")
+    if value is not None:
+        positive(name, value, "it is the activation bytes after the intervention divided by those "
+                 "before (a measured factor may exceed 1)")
 
 
 def plan_fit(n_params: int, batch: int, activation_bytes_per_example: float, device_bytes: int, *,
@@ -58,13 +59,14 @@ def plan_fit(n_params: int, batch: int, activation_bytes_per_example: float, dev
     fixed_bytes stay resident whatever the ladder does (e.g. a full data batch kept on device);
     headroom is the share of device_bytes kept free for what the estimate leaves out (scratch of the
     backward pass, allocator rounding)."""
-    for name, v in (("n_params", n_params), ("batch", batch), ("device_bytes", device_bytes),
-                    ("activation_bytes_per_example", activation_bytes_per_example),
-                    ("max_accumulation", max_accumulation)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ValueError(f"{name} must be a positive number, got {v!r}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or not isinstance(max_accumulation, int):
-        raise ValueError(f"batch and max_accumulation must be whole numbers, got {batch!r}, {max_accumulation!r}")
+    positive("n_params", n_params, "pass the model's parameter count")
+    positive("batch", batch, "pass the number of examples per optimizer step", whole=True)
+    positive("activation_bytes_per_example", activation_bytes_per_example,
+             "pass the activation bytes one example keeps for backward (e.g. from hp.gpt_activation_bytes)")
+    positive("device_bytes", device_bytes, "pass the memory of one device in bytes")
+    positive("max_accumulation", max_accumulation, "pass the most micro-batches per step to consider",
+             whole=True)
+    batch, max_accumulation = int(batch), int(max_accumulation)  # plain ints (numpy's lack bit_length)
     if not 0 <= headroom < 1:
         raise ValueError(f"headroom must lie in [0, 1), got {headroom!r}: it is the share of memory kept free")
     if fixed_bytes < 0:

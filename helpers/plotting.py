@@ -7,7 +7,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 
-COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
+_COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
           "activations": "#c44e52", "temporaries": "#8172b3", "new params and state": "#937860"}
 
 
@@ -57,7 +57,7 @@ def stacked(x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str,
         _, ax = plt.subplots(figsize=figsize)
     names = list(series)
     ax.stackplot(list(x), *[[v / scale for v in series[n]] for n in names], labels=names,
-                 colors=[COLORS.get(n, None) for n in names], step="post")
+                 colors=[_COLORS.get(n, None) for n in names], step="post")
     for pos, label in marks:
         ax.axvline(pos, color="k", lw=0.6, ls=":")
         ax.text(pos, ax.get_ylim()[1] * 0.98, f" {label}", va="top", fontsize=8)
@@ -79,7 +79,7 @@ def stacked_bars(labels: Sequence[str], series: dict[str, Sequence[float]], ylab
         if len(values) != len(labels):
             raise ValueError(f"series {name!r} has {len(values)} values for {len(labels)} labels")
         vals = [v / scale for v in values]
-        ax.bar(range(len(labels)), vals, bottom=bottom, label=name, color=COLORS.get(name))
+        ax.bar(range(len(labels)), vals, bottom=bottom, label=name, color=_COLORS.get(name))
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(range(len(labels)), list(labels), rotation=60, ha="right", fontsize=7)
     ax.set_ylabel(ylabel)

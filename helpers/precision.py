@@ -74,7 +74,7 @@ class SavedTensor:
         return f"{self.kind:<12}{str(list(self.shape)):<14}{self.dtype:<10}{self.nbytes:>12,d} B"
 
 
-NEW_MEMORY = ("weight copy", "input copy", "activation")
+_NEW_MEMORY = ("weight copy", "input copy", "activation")
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -82,33 +82,39 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _watch_casts(params: Iterable[Any], inputs: Iterable[Any]):
-    """A dispatch mode that records the cast copies made of parameters and inputs (storage
-    pointer -> (kind, bytes)), and the origin of the original storages."""
+    """A dispatch mode that records the cast copies made of parameters and inputs, and the origin
+    of the original storages. Both are keyed by storage identity (weakly, as in memory_torch), not
+    by address: a freed copy's address can be reused by an activation, which must not inherit the
+    copy's label."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.weak import WeakIdKeyDictionary
 
-    origin = {_ptr(p): "parameter" for p in params}
-    origin.update({_ptr(x): "input" for x in inputs})
+    origin = WeakIdKeyDictionary()
+    for p in params:
+        origin[p.untyped_storage()] = "parameter"
+    for x in inputs:
+        origin[x.untyped_storage()] = "input"
 
     class _WatchCasts(TorchDispatchMode):
         def __init__(self) -> None:
             super().__init__()
-            self.copies: dict[int, tuple[str, int]] = {}
+            self.copies = WeakIdKeyDictionary()  # storage -> kind, while the copy lives
+            self.totals = {"weight copy": 0, "input copy": 0}  # bytes of every copy ever made
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if func is torch.ops.aten._to_copy.default and isinstance(out, torch.Tensor):
-                src = origin.get(_ptr(args[0]))
+                src = origin.get(args[0].untyped_storage())
                 if src is not None:
                     kind = "weight copy" if src == "parameter" else "input copy"
-                    self.copies[_ptr(out)] = (kind, out.untyped_storage().nbytes())
+                    storage = out.untyped_storage()
+                    if storage not in self.copies:
+                        self.copies[storage] = kind
+                        self.totals[kind] += storage.nbytes()
             return out
 
     return _WatchCasts(), origin
-
-
-def _ptr(t: Any) -> int:
-    return t.untyped_storage().data_ptr()
 
 
 def copies_made(forward: Callable[[], Any], params: Iterable[Any],
@@ -118,10 +124,7 @@ def copies_made(forward: Callable[[], Any], params: Iterable[Any],
     mode, _ = _watch_casts(params, inputs)
     with mode:
         forward()
-    totals = {"weight copy": 0, "input copy": 0}
-    for kind, nbytes in mode.copies.values():
-        totals[kind] += nbytes
-    return totals
+    return dict(mode.totals)
 
 
 def saved_for_backward(forward: Callable[[], Any], params: Iterable[Any],
@@ -130,27 +133,29 @@ def saved_for_backward(forward: Callable[[], Any], params: Iterable[Any],
     a parameter or input saved as is, a cast copy of one (made by autocast or .to()), or an
     activation (anything else the forward computed)."""
     import torch
+    from torch.utils.weak import WeakIdKeyDictionary
 
     mode, origin = _watch_casts(params, inputs)
-    saved: dict[int, SavedTensor] = {}
+    seen = WeakIdKeyDictionary()  # storages already listed (by identity, as above)
+    saved: list[SavedTensor] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        p = _ptr(t)
-        if p not in saved:
-            kind = origin.get(p) or mode.copies.get(p, ("activation",))[0]
-            saved[p] = SavedTensor(kind, tuple(t.shape), _dtype_name(t.dtype),
-                                   t.untyped_storage().nbytes())
+        storage = t.untyped_storage()
+        if storage not in seen:
+            seen[storage] = True
+            kind = origin.get(storage) or mode.copies.get(storage, "activation")
+            saved.append(SavedTensor(kind, tuple(t.shape), _dtype_name(t.dtype), storage.nbytes()))
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), mode:
         out = forward()
     del out
-    return list(saved.values())
+    return saved
 
 
 def bytes_by_kind(saved: Iterable[SavedTensor]) -> dict[str, int]:
     """Total bytes of saved storages per kind, for the kinds that take new memory."""
-    totals = dict.fromkeys(NEW_MEMORY, 0)
+    totals = dict.fromkeys(_NEW_MEMORY, 0)
     for s in saved:
         if s.kind in totals:
             totals[s.kind] += s.nbytes

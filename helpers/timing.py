@@ -25,7 +25,8 @@ def _leaves(tree: Any) -> Iterator[Any]:
 
 def synchronize(result: Any = None) -> None:
     """Wait until the work behind `result` is done: JAX arrays (and any leaf with
-    block_until_ready) are blocked on, and pending CUDA work in torch is synchronized."""
+    block_until_ready) are blocked on, and pending CUDA work in torch is synchronized (on the
+    current device and on every device that holds a tensor of the result)."""
     if "jax" in sys.modules:
         import jax
 
@@ -40,7 +41,9 @@ def synchronize(result: Any = None) -> None:
         import torch
 
         if torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()
+            torch.cuda.synchronize()  # the current device: work that returned nothing
+            for device in {x.device for x in leaves if isinstance(x, torch.Tensor) and x.is_cuda}:
+                torch.cuda.synchronize(device)  # and every other device that holds a result
 
 
 class Benchmark:

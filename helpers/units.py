@@ -7,14 +7,14 @@ training) are printed with a leading '~'; tests/nbval_sanitize.cfg masks exactly
 
 from __future__ import annotations
 
-MB = 1_000_000
+_MB = 1_000_000
 
 
 def fmt_bytes(n: float) -> str:
     """Bytes in decimal units, e.g. '402.8 MB', or '27.94 GB' from 10 GB on (exact figures)."""
-    if abs(n) >= 10_000 * MB:
-        return f"{n / (1000 * MB):.2f} GB"
-    return f"{n / MB:.1f} MB"
+    if abs(n) >= 10_000 * _MB:
+        return f"{n / (1000 * _MB):.2f} GB"
+    return f"{n / _MB:.1f} MB"
 
 
 def fmt_ratio(x: float) -> str:

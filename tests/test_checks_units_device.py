@@ -1,3 +1,7 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import helpers as hp
@@ -16,6 +20,74 @@ def test_check_raises_with_detail_when_false():
 def test_check_refuses_non_bool_conditions():
     with pytest.raises(TypeError, match="compare explicitly"):
         hp.check("a number is not a claim", 3)  # type: ignore[arg-type]
+
+
+def _bool_conditions():
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    return {
+        "python bool": 2 > 1,
+        "numpy bool from a numpy float comparison": np.float64(2) > 1,
+        "numpy bool_": np.bool_(True),
+        "0-d numpy bool array": np.array(True),
+        "0-d torch bool tensor": torch.tensor(2.0) > 1,
+        "0-d JAX bool array": jnp.array(2.0) > 1,
+    }
+
+
+@pytest.mark.parametrize("kind", list(_bool_conditions()))
+def test_check_accepts_every_kind_of_bool(kind, capsys):
+    condition = _bool_conditions()[kind]
+    hp.check(kind, condition)
+    assert capsys.readouterr().out == f"check passed: {kind}\n"
+    with pytest.raises(hp.ClaimFailed, match=kind):
+        hp.check(kind, ~condition if not isinstance(condition, bool) else not condition)
+
+
+def _non_bool_conditions():
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    return {
+        "int": 3,
+        "float": 1.0,
+        "None": None,
+        "numpy float": np.float64(2.0),
+        "0-d numpy float array": np.array(2.0),
+        "numpy bool array": np.array([True, True]),
+        "0-d torch float tensor": torch.tensor(2.0),
+        "torch bool tensor of shape (2,)": torch.tensor([True, True]),
+        "0-d JAX float array": jnp.array(2.0),
+        "JAX bool array of shape (2,)": jnp.array([True, True]),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_non_bool_conditions()))
+def test_check_rejects_numbers_and_non_scalar_or_non_bool_arrays(kind):
+    with pytest.raises(TypeError, match="needs a bool condition.*compare explicitly"):
+        hp.check(kind, _non_bool_conditions()[kind])  # type: ignore[arg-type]
+
+
+def test_check_asks_to_reduce_an_array_of_bools():
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"shape \(2,\).*reduce an array to one bool"):
+        hp.check("elementwise", np.array([1, 2]) < 3)  # type: ignore[arg-type]
+
+
+def test_checks_module_imports_no_framework():
+
+    # Load checks.py on its own (not through the package) so only its own imports count.
+    code = ("import sys, importlib.util as u; s = u.spec_from_file_location('c', 'helpers/checks.py'); "
+            "c = u.module_from_spec(s); s.loader.exec_module(c); c.check('plain', True); "
+            "print(sorted(m for m in ('torch', 'jax', 'numpy') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=root).stdout
+    assert out.splitlines()[-1] == "[]"
 
 
 def test_skip_says_why_and_needs_a_reason(capsys):

@@ -9,9 +9,14 @@ CONDA_TO_PIP = {"pytorch": "torch"}  # conda-forge names that differ from PyPI's
 NOT_PACKAGES = {"python", "pip"}
 
 
-def pip_pins() -> dict[str, str]:
+# The course's environment: what `make lab` and `make test` install. The other extras (instructor,
+# site, browser) are maintainers' tools, pinned too but not part of the conda environment.
+COURSE_EXTRAS = ("test",)
+
+
+def pip_pins(extras=COURSE_EXTRAS) -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+    reqs = project["dependencies"] + [r for extra in extras for r in project["optional-dependencies"][extra]]
     pins = {}
     for r in reqs:
         m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([0-9][A-Za-z0-9.]*)", r)
@@ -33,6 +38,12 @@ def conda_pins() -> dict[str, str]:
 
 def test_both_files_pin_the_same_versions():
     assert pip_pins() == conda_pins()
+
+
+def test_every_extra_is_pinned():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(COURSE_EXTRAS) <= set(extras)
+    pip_pins(tuple(extras))  # asserts an exact == pin for every requirement
 
 
 def test_environment_installs_the_helpers_package():

@@ -3,6 +3,7 @@ silently, the committed exercises are up to date, and each one runs until its fi
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -95,7 +96,48 @@ def test_committed_exercises_match_the_solutions():
     assert mx.generate(ROOT / "solutions", ROOT / "exercises", check=True) == []
 
 
-EXERCISES = sorted((ROOT / "exercises").rglob("*.ipynb"))
+def _checkpoint_copy(notebook: Path, edit: str = "") -> Path:
+    """Save a copy where JupyterLab would after opening the notebook (optionally with an edit)."""
+    copy = notebook.parent / ".ipynb_checkpoints" / f"{notebook.stem}-checkpoint.ipynb"
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_text(notebook.read_text().replace("YOUR CODE HERE", edit or "YOUR CODE HERE"))
+    return copy
+
+
+def test_checkpoint_folders_are_ignored(tmp_path):
+    sol = _solution(tmp_path)
+    solutions, exercises = tmp_path / "solutions", tmp_path / "exercises"
+    assert mx.generate(solutions, exercises) == []
+    _checkpoint_copy(sol)
+    student = _checkpoint_copy(exercises / "common" / "ex.ipynb", edit="a half-done attempt")
+    (exercises / ".hidden").mkdir()
+    (exercises / ".hidden" / "ex.ipynb").write_text("{}")
+    before = student.read_text()
+    assert mx.notebooks_in(exercises) == [exercises / "common" / "ex.ipynb"]
+    assert mx.generate(solutions, exercises, check=True) == []
+    assert mx.generate(solutions, exercises) == []           # writes nothing for the copies ...
+    assert student.read_text() == before                     # ... and leaves them alone
+    assert sorted(p.relative_to(exercises).as_posix() for p in exercises.rglob("*.ipynb")) == [
+        ".hidden/ex.ipynb", "common/.ipynb_checkpoints/ex-checkpoint.ipynb", "common/ex.ipynb"]
+    assert list(json.loads((exercises / mx.MANIFEST).read_text())) == ["common/ex.ipynb"]
+
+
+def test_committed_exercises_match_with_jupyterlab_checkpoints_present(tmp_path):
+    # A copy of the real tree in which JupyterLab has opened one exercise and one solution.
+    # The checkpoints must add no problem (test_committed_exercises_match_the_solutions says
+    # whether the tree itself is in sync).
+    solutions, exercises = tmp_path / "solutions", tmp_path / "exercises"
+    for name in ("solutions", "exercises"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    without = mx.generate(solutions, exercises, check=True)
+    _checkpoint_copy(mx.notebooks_in(exercises)[0], edit="answer = 42")
+    _checkpoint_copy(mx.notebooks_in(solutions)[0])
+    assert mx.generate(solutions, exercises, check=True) == without
+    assert mx.main(["--check", "--solutions", str(solutions), "--exercises", str(exercises)]) == (
+        1 if without else 0)
+
+
+EXERCISES = mx.notebooks_in(ROOT / "exercises")  # not JupyterLab's .ipynb_checkpoints copies
 
 
 @pytest.mark.parametrize("path", EXERCISES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -118,5 +160,5 @@ def test_each_exercise_runs_until_its_first_stub(path):
 
 def test_every_exercise_of_the_sources_has_a_solution():
     # 13 exercises of the textbook section and 4 of the mini-GPT notebook, numbered 1-17
-    numbers = {int(p.name[2:4]) for p in (ROOT / "solutions").rglob("ex*.ipynb")}
+    numbers = {int(p.name[2:4]) for p in mx.notebooks_in(ROOT / "solutions") if p.name.startswith("ex")}
     assert numbers == set(range(1, 18)), f"missing: {sorted(set(range(1, 18)) - numbers)}"

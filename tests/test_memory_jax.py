@@ -62,8 +62,8 @@ def test_live_bytes_are_attributed_to_their_pytrees():
 def test_device_memory_is_none_on_cpu():
     if jax.default_backend() == "cpu":
         assert hp.device_memory() is None
-    else:
-        assert "peak_bytes_in_use" in hp.device_memory()
+    else:  # no process-wide high-water mark: a step's cost is a difference of two readings
+        assert set(hp.device_memory()) == {"bytes_in_use"}
 
 
 def test_plan_memory_rejects_non_functions():

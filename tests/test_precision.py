@@ -115,3 +115,54 @@ def test_dot_operand_dtypes_reads_both_hlo_spellings():
     assert dot_operand_dtypes(before) == {("bf16", "bf16"): 1}
     assert dot_operand_dtypes(after) == {("f32", "f32"): 1}
     assert dot_operand_dtypes("no dots here") == {}
+
+
+def _until_an_address_is_reused(attempt, tries=500):
+    """Call attempt() -> (freed address, later address, result) until the later allocation lands
+    where the freed one was (the allocator decides; small same-size blocks come back quickly)."""
+    for _ in range(tries):
+        freed, later, result = attempt()
+        if freed == later:
+            return result
+    pytest.skip(f"this allocator never reused a freed address in {tries} tries")
+
+
+def test_an_activation_at_a_freed_copys_address_is_an_activation():
+    torch.manual_seed(0)
+    x, w = torch.randn(1024), nn.Parameter(torch.randn(512))
+
+    def attempt():
+        addresses = []
+
+        def forward():
+            copy = x.to(torch.bfloat16)  # an input copy (2 KiB) that nothing keeps ...
+            addresses.append(copy.data_ptr())
+            del copy
+            h = torch.exp(w)             # ... then a 2 KiB activation (exp saves its output)
+            addresses.append(h.data_ptr())
+            return h
+
+        saved = saved_for_backward(forward, [w], [x])
+        return *addresses, saved
+
+    saved = _until_an_address_is_reused(attempt)
+    assert [(s.kind, s.nbytes) for s in saved] == [("activation", 2048)]
+
+
+def test_copies_made_counts_a_copy_made_where_a_freed_one_was():
+    torch.manual_seed(0)
+    x = torch.randn(1024)
+
+    def attempt():
+        addresses = []
+
+        def forward():
+            for _ in range(2):
+                copy = x.to(torch.bfloat16)  # two 2 KiB input copies, one after the other
+                addresses.append(copy.data_ptr())
+                del copy
+
+        made = copies_made(forward, [], [x])
+        return *addresses, made
+
+    assert _until_an_address_is_reused(attempt) == {"weight copy": 0, "input copy": 2 * 2048}

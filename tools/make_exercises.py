@@ -65,6 +65,13 @@ def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebook
     return nb
 
 
+def notebooks_in(folder: Path) -> list[Path]:
+    """Every notebook under folder, sorted, except those in hidden folders (or hidden themselves):
+    JupyterLab saves .ipynb_checkpoints/NAME-checkpoint.ipynb next to every notebook it opens."""
+    return sorted(p for p in folder.rglob("*.ipynb")
+                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -74,8 +81,7 @@ def generate(solutions: Path, exercises: Path, *, force: bool = False, check: bo
     manifest_path = exercises / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     problems, written = [], {}
-    wanted = {p.relative_to(solutions).as_posix(): p for p in sorted(solutions.rglob("*.ipynb"))
-              if ".ipynb_checkpoints" not in p.parts}
+    wanted = {p.relative_to(solutions).as_posix(): p for p in notebooks_in(solutions)}
     for rel, src in wanted.items():
         text = nbformat.writes(exercise_of(nbformat.read(src, as_version=4), rel)) + "\n"
         dst = exercises / rel
@@ -92,8 +98,8 @@ def generate(solutions: Path, exercises: Path, *, force: bool = False, check: bo
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(text)
         written[rel] = digest(text)
-    stale = sorted(p.relative_to(exercises).as_posix() for p in exercises.rglob("*.ipynb")
-                   if p.relative_to(exercises).as_posix() not in wanted)
+    stale = [rel for rel in (p.relative_to(exercises).as_posix() for p in notebooks_in(exercises))
+             if rel not in wanted]
     problems += [f"exercises/{rel} has no solution notebook behind it; delete it or add solutions/{rel}"
                  for rel in stale]
     if not check:
