@@ -49,3 +49,51 @@ exercises: $(STAMP)
 
 clean:
 	rm -rf $(VENV)
+
+# Run every notebook and solution at the gpu size profile, each in a fresh process, and write the
+# executed copies plus gpu-check/summary.md and summary.json (exit 1 if any fails). Needs no .venv and
+# no Jupyter, only torch, jax, optax, numpy and matplotlib: on a bare GPU image run
+# `make gpu-check PYTHON=python`; more options via ARGS, e.g. ARGS="--only 'notebooks/jax/*' --timeout 900".
+.PHONY: gpu-check gpu-check-cpu
+gpu-check:
+	$(PYTHON) tools/gpu_check.py $(ARGS)
+
+# The same runner on this CPU at the cpu profile, comparing every output with the committed one the
+# way strict nbval does (it should fail exactly what `make nbval` fails); results in gpu-check-cpu/.
+gpu-check-cpu: $(STAMP)
+	$(CPU_ENV) $(BIN)/python tools/gpu_check.py --compare --out gpu-check-cpu $(ARGS)
+
+# The course website: the committed notebooks rendered (never re-executed) into build/site/html with
+# Sphinx, offline, warnings as errors (tools/build_site.py, site/conf.py). Needs only the `site` extra
+# of pyproject.toml, not torch or jax. `make browser-test` then checks the site and `make lab`'s
+# JupyterLab in headless Chromium (Debian's /usr/bin/chromium; screenshots in build/screenshots/).
+.PHONY: site browser-test
+SITE_STAMP    := $(VENV)/.installed-site
+BROWSER_STAMP := $(VENV)/.installed-browser
+CHROMIUM      ?= /usr/bin/chromium
+EXTRA_PINS     = $(BIN)/python -c 'import sys, tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"][sys.argv[1]])'
+
+$(SITE_STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "make: the site needs Python 3.11 or newer as '$(PYTHON)'; run: make site PYTHON=/path/to/python3.11" >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet $$($(EXTRA_PINS) site)
+	@touch $@
+
+$(BROWSER_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet $$($(EXTRA_PINS) browser)
+	@touch $@
+
+site: $(SITE_STAMP)
+	$(BIN)/python tools/build_site.py
+
+browser-test: site $(BROWSER_STAMP)
+	@test -x $(CHROMIUM) || { echo "make: browser-test needs Chromium at $(CHROMIUM): apt-get install chromium (or make browser-test CHROMIUM=/path/to/chromium)" >&2; exit 1; }
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest browser_tests -p no:cacheprovider --durations=5
+
+# nbgrader (the `instructor` extra) on the solutions as a course: generate, autograde full / empty /
+# half-solved submissions, feedback. Three assignments by default; NBGRADER_ASSIGNMENTS=all for all.
+.PHONY: nbgrader-test
+nbgrader-test: $(STAMP)
+	$(BIN)/python -m pip install --quiet $$($(EXTRA_PINS) instructor)
+	$(CPU_ENV) $(BIN)/python -m pytest instructor_tests -p no:cacheprovider

@@ -1,0 +1,27 @@
+"""nbgrader configuration of the course: from a fresh clone, `cd course && nbgrader generate_assignment
+ex08 --force` (needs the `instructor` extra: pip install -e '.[instructor]').
+
+source/<assignment>/ holds relative symlinks to the solution notebooks (tools/nbgrader_metadata.py
+--links keeps them in step with solutions/), so the solutions are the one master. One assignment per
+exercise, and per framework for the twins: ex01, ex02-pytorch, ex02-jax, ... The gradebook, release/,
+submitted/, autograded/ and feedback/ are created here and ignored by git.
+"""
+
+import os
+
+c = get_config()  # noqa: F821 (defined by traitlets when it loads this file)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.root = HERE
+c.CourseDirectory.course_id = "memory-course"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
+
+# The stubs of tools/make_exercises.py, so release/ and exercises/ hold the same sources.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"
+c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
+
+# Some cells measure for several seconds on a laptop CPU (nbgrader's default limit is 30 s a cell);
+# 600 s is the limit of the course's own nbval run.
+c.Execute.timeout = 600

@@ -1,0 +1,693 @@
+"""Build the course website (`make site`): the committed notebooks, rendered, never re-executed.
+
+The lessons, exercises and solutions are turned into MyST pages under build/site/src, which Sphinx
+(myst-parser, sphinx-design, sphinx-book-theme; configuration in site/conf.py) renders into
+build/site/html with warnings as errors.
+
+A lesson is one page. Its PyTorch and JAX notebooks have the same headings (tests/test_pairing.py),
+so the page follows the shared headings, and under each heading puts the two notebooks' cells in a
+pair of tabs, PyTorch and JAX. All tab sets belong to one sync group, so one click switches every
+section of every page (the choice is remembered by the browser; `?framework=jax` in a URL picks JAX).
+Exercises and solutions get one page each, with the same tabs where a notebook has a twin.
+
+Run times come from README.md's tables (the one place they are written). The build ends by checking
+that no page loads anything from another host (scripts, styles, fonts, images): the site works offline.
+
+    python tools/build_site.py             # generate, build, check
+    python tools/build_site.py --no-build  # only generate build/site/src
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF_DIR = ROOT / "site"
+BUILD = ROOT / "build" / "site"
+SRC, HTML = BUILD / "src", BUILD / "html"
+FRAMEWORKS = {"pytorch": "PyTorch", "jax": "JAX"}
+NEUTRAL = "common"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+LAB_URL = "http://localhost:8888/lab/tree/"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+MD = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
+
+
+class SiteError(Exception):
+    """Something in the course's files that the site cannot render faithfully."""
+
+
+# --------------------------------------------------------------------------------------- README
+
+def tables(markdown: str) -> list[tuple[list[str], list[list[str]], list[str]]]:
+    """Every table of a markdown text: (header cells, body rows, the paragraphs right after it)."""
+    found, tokens = [], MD.parse(markdown)
+    i = 0
+    while i < len(tokens):
+        if tokens[i].type != "table_open":
+            i += 1
+            continue
+        header, rows, row, in_head = [], [], [], True
+        while tokens[i].type != "table_close":
+            t = tokens[i]
+            if t.type == "tbody_open":
+                in_head = False
+            elif t.type == "inline":
+                row.append(t.content.strip())
+            elif t.type == "tr_close":
+                (header.extend(row) if in_head else rows.append(row))
+                row = []
+            i += 1
+        after = []
+        while i < len(tokens) and tokens[i].type != "heading_open":
+            if tokens[i].type == "inline" and tokens[i - 1].type == "paragraph_open":
+                after.append(tokens[i].content)
+            i += 1
+        found.append((header, rows, after))
+    return found
+
+
+def column(header: list[str], word: str) -> int:
+    """The index of the first column whose header contains `word`."""
+    for k, h in enumerate(header):
+        if word in h.lower():
+            return k
+    raise SiteError(f"README.md: no column '{word}' in table {header}")
+
+
+@dataclass
+class Readme:
+    """What the site takes from README.md: title, introduction and the two tables of run times."""
+
+    title: str
+    intro: str
+    text: str
+    lesson_rows: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> column values
+    lesson_times: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> framework -> time
+    time_note: list[str] = field(default_factory=list)
+    exercise_rows: dict[int, dict[str, str]] = field(default_factory=dict)
+    exercise_times: dict[int, dict[str, str]] = field(default_factory=dict)  # number -> folder -> time
+
+
+def read_readme(path: Path = ROOT / "README.md") -> Readme:
+    text = path.read_text()
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("# "):
+        raise SiteError("README.md must start with a '# ' title")
+    intro = "\n".join(lines[1:next(k for k, l in enumerate(lines) if l.startswith("## "))]).strip()
+    readme = Readme(title=lines[0][2:].strip(), intro=intro, text=text)
+    for header, rows, after in tables(text):
+        low = [h.lower() for h in header]
+        if low and low[0] == "lesson":
+            rt = column(header, "run time")
+            order = sorted(FRAMEWORKS, key=lambda fw: header[rt].lower().find(fw.lower()))
+            if any(header[rt].lower().find(fw) < 0 for fw in FRAMEWORKS):
+                raise SiteError(f"README.md: lesson run-time column must name PyTorch and JAX: {header[rt]}")
+            for row in rows:
+                name = row[0].strip("`")
+                times = [t.strip() for t in row[rt].split(" / ")]
+                if len(times) != len(order):
+                    raise SiteError(f"README.md: lesson {name}: expected 'PyTorch / JAX' times, got {row[rt]}")
+                readme.lesson_rows[name] = dict(zip(header, row))
+                readme.lesson_times[name] = dict(zip(order, times))
+            readme.time_note = after
+        elif low and low[0] == "#":
+            rt, folders_col = column(header, "run time"), column(header, "folder")
+            for row in rows:
+                number = int(row[0])
+                folders = re.findall(r"`(\w+)/`", row[folders_col])
+                times = [t.strip() for t in row[rt].split(" / ")]
+                if len(times) != len(folders):
+                    raise SiteError(f"README.md: exercise {number}: {len(folders)} folders but times {row[rt]}")
+                readme.exercise_rows[number] = dict(zip(header, row))
+                readme.exercise_times[number] = dict(zip(folders, times))
+    if not readme.lesson_times or not readme.exercise_times:
+        raise SiteError("README.md: the lesson and exercise tables with run times were not found")
+    return readme
+
+
+# ------------------------------------------------------------------------------ notebook -> MyST
+
+def fence(content: str, info: str, options: str = "") -> str:
+    """A backtick fence long enough for `content`, with a directive or language `info`."""
+    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", content)), default=0))
+    return f"{ticks}{info}\n{options}{content.rstrip()}\n{ticks}\n"
+
+
+def colon_block(directive: str, argument: str, options: dict[str, str], body: str, colons: int) -> str:
+    opts = "".join(f":{k}: {v}\n" for k, v in options.items())
+    return f"{':' * colons}{{{directive}}} {argument}\n{opts}\n{body.rstrip()}\n{':' * colons}\n"
+
+
+@dataclass
+class Section:
+    heading: str | None  # the heading's source line, None for what comes before the first one
+    parts: list[str] = field(default_factory=list)  # MyST chunks
+
+    @property
+    def body(self) -> str:
+        return "\n".join(self.parts).strip()
+
+
+def offer_raw(rel: str) -> str:
+    """Copy a repository file into the sources, for a download link; returns the link's target."""
+    dest = SRC / "_raw" / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / rel, dest)
+    return f"/_raw/{rel}"
+
+
+class Renderer:
+    """Turns notebooks into sections of MyST for the page `page` (a docname)."""
+
+    def __init__(self, pages: dict[Path, str]):
+        self.pages = pages  # absolute notebook path -> docname of the page that renders it
+
+    # links in markdown cells: other notebooks become their pages; other repository files downloads
+    def rewrite_links(self, text: str, notebook: Path, doc: str) -> str:
+        def fix(m: re.Match) -> str:
+            target = m.group(2)
+            parts = urlsplit(target)
+            if parts.scheme or target.startswith(("#", "mailto:")):
+                return m.group(0)
+            path = (notebook.parent / parts.path).resolve()
+            if path in self.pages:
+                rel = os.path.relpath(SRC / (self.pages[path] + ".md"), (SRC / doc).parent)
+                return f"{m.group(1)}({rel}{'#' + parts.fragment if parts.fragment else ''})"
+            if path.is_file() and ROOT in path.parents:
+                rel = offer_raw(path.relative_to(ROOT).as_posix())
+                return f"{{download}}`{m.group(1)[1:-1]} <{rel}>`"
+            raise SiteError(f"{notebook.relative_to(ROOT)}: link to missing file {target}")
+
+        return re.sub(r"(\[[^\]]*\])\(([^)\s]+)\)", fix, text)
+
+    def markdown(self, source: str, notebook: Path, doc: str) -> list[tuple[str, str]]:
+        """A markdown cell as ('heading', line) and ('md', text) items, split at its headings."""
+        lines = source.splitlines()
+        # nbgrader's markers: the solution region of a markdown answer gets a frame, markers go
+        if BEGIN in (l.strip() for l in lines) and END in (l.strip() for l in lines):
+            b = next(k for k, l in enumerate(lines) if l.strip() == BEGIN)
+            e = next(k for k, l in enumerate(lines) if l.strip() == END)
+            region = "\n".join(lines[b + 1:e])
+            lines = lines[:b] + [colon_block("container", "nb-solution", {}, region, 4)] + lines[e + 1:]
+            lines = "\n".join(lines).splitlines()
+        lines = [l for l in lines if l.strip() not in (BEGIN, END)]
+        text = "\n".join(lines)
+        items, start = [], 0
+        for tok in MD.parse(text):
+            if tok.type == "heading_open" and tok.level == 0:
+                h0, h1 = tok.map
+                if h0 > start:
+                    items.append(("md", "\n".join(lines[start:h0])))
+                heading = "\n".join(lines[h0:h1]).strip()
+                if not heading.startswith("#"):  # a setext heading: make it an ATX one
+                    heading = "#" * int(tok.tag[1]) + " " + lines[h0].strip()
+                items.append(("heading", heading))
+                start = h1
+        if start < len(lines):
+            items.append(("md", "\n".join(lines[start:])))
+        return [(kind, self.rewrite_links(t, notebook, doc) if kind == "md" else t)
+                for kind, t in items if kind == "heading" or t.strip()]
+
+    def outputs(self, cell: dict, figures: Path, stem: str) -> list[str]:
+        parts = []
+        for k, out in enumerate(cell.get("outputs", [])):
+            kind = out["output_type"]
+            if kind == "stream":
+                text = ANSI.sub("", "".join(out["text"]))
+                cls = "cell-output" + (" cell-stderr" if out.get("name") == "stderr" else "")
+                parts.append(fence(text, "{code-block} none", f":class: {cls}\n\n"))
+            elif kind == "error":
+                text = ANSI.sub("", "\n".join(out.get("traceback", [])))
+                parts.append(fence(text, "{code-block} none", ":class: cell-output cell-error\n\n"))
+            elif kind in ("display_data", "execute_result"):
+                data = out.get("data", {})
+                plain = "".join(data.get("text/plain", ""))
+                if "image/png" in data or "image/jpeg" in data:
+                    mime = "image/png" if "image/png" in data else "image/jpeg"
+                    figures.mkdir(parents=True, exist_ok=True)
+                    name = f"{stem}-o{k}.{mime.split('/')[1].replace('jpeg', 'jpg')}"
+                    (figures / name).write_bytes(base64.b64decode("".join(data[mime])))
+                    alt = plain.replace("\n", " ").strip() or "figure"
+                    parts.append(f"```{{image}} {figures.name}/{name}\n:alt: {alt}\n:class: cell-output-image\n```\n")
+                elif "image/svg+xml" in data:
+                    parts.append(fence("".join(data["image/svg+xml"]), "{raw} html"))
+                elif "text/html" in data:
+                    parts.append(fence("".join(data["text/html"]), "{raw} html", ""))
+                elif "text/latex" in data:
+                    latex = "".join(data["text/latex"]).strip().strip("$")
+                    parts.append(fence(latex, "{math}"))
+                elif plain:
+                    parts.append(fence(ANSI.sub("", plain), "{code-block} none", ":class: cell-output\n\n"))
+        return parts
+
+    def sections(self, notebook: Path, doc: str, fw: str) -> list[Section]:
+        """The notebook as a list of sections, each starting at one of its headings."""
+        nb = json.loads(notebook.read_text())
+        lexer = "ipython3" if nb.get("metadata", {}).get("kernelspec", {}).get("language", "python") == "python" else "none"
+        figures = (SRC / doc).parent / "figures"
+        prefix = f"{Path(doc).name}-{fw}"
+        out = [Section(None)]
+        for n, cell in enumerate(nb["cells"]):
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                for kind, text in self.markdown(source, notebook, doc):
+                    if kind == "heading":
+                        out.append(Section(text))
+                    else:
+                        out[-1].parts.append(text + "\n")
+            elif cell["cell_type"] == "code":
+                if source.strip():
+                    out[-1].parts.append(fence(source, f"{{code-block}} {lexer}", ":class: cell-input\n\n"))
+                out[-1].parts += self.outputs(cell, figures, f"{prefix}-c{n:02d}")
+            else:  # raw cells are not shown
+                continue
+        if out[0].heading is None and not out[0].body:
+            out.pop(0)
+        return out
+
+
+def tabs(bodies: dict[str, str]) -> str:
+    """One tab per framework, synced across the site; a body missing from a notebook says so."""
+    items = []
+    for fw, label in FRAMEWORKS.items():
+        body = bodies.get(fw, "").strip() or f"*The {label} notebook has nothing under this heading.*"
+        items.append(colon_block("tab-item", label, {"sync": fw, "class-content": f"fw-{fw}"}, body, 5))
+    return colon_block("tab-set", "", {"sync-group": "framework", "class": "framework-tabs"},
+                       "\n".join(items), 6)
+
+
+def paired(sections: dict[str, list[Section]], names: str) -> list[tuple[str | None, str]]:
+    """Twin notebooks' sections, zipped by heading: (heading, MyST with tabs where they differ)."""
+    headings = {fw: [s.heading for s in secs] for fw, secs in sections.items()}
+    first, *others = headings.values()
+    for fw, hs in headings.items():
+        if hs != first:
+            diff = next((a, b) for a, b in zip(first + [None] * 99, hs + [None] * 99) if a != b)
+            raise SiteError(f"{names}: the twins' headings differ ({diff[0]!r} vs {diff[1]!r}); "
+                            "see tests/test_pairing.py")
+    out = []
+    for k, heading in enumerate(first):
+        bodies = {fw: secs[k].body for fw, secs in sections.items()}
+        if not any(bodies.values()):
+            out.append((heading, ""))
+        elif len(set(bodies.values())) == 1:
+            out.append((heading, next(iter(bodies.values()))))  # the same text in both: shown once
+        else:
+            out.append((heading, tabs(bodies)))
+    return out
+
+
+def single(sections: list[Section]) -> list[tuple[str | None, str]]:
+    return [(s.heading, s.body) for s in sections]
+
+
+def assemble(blocks: list[tuple[str | None, str]], title: str | None, header: str) -> str:
+    """A page: the title heading, the header (links, run times), then the sections."""
+    out = []
+    for k, (heading, body) in enumerate(blocks):
+        if heading is not None:
+            if k == 0 and title is not None:
+                heading = title
+            out.append(heading + "\n")
+            if k == 0:
+                out.append(header)
+        if body:
+            out.append(body + "\n")
+    return "\n".join(out)
+
+
+# -------------------------------------------------------------------------------------- the book
+
+@dataclass
+class Exercise:
+    number: int
+    stem: str  # file name without .ipynb (the same for twins)
+    folders: dict[str, str]  # folder -> stem (ex08 and ex11 are different stems)
+    title: str = ""
+
+
+def repo_link(rel: str) -> str:
+    """A link to the file on the code host, when the build knows where the repository is."""
+    base = os.environ.get("SITE_REPO_URL") or (
+        f"{os.environ['GITHUB_SERVER_URL']}/{os.environ['GITHUB_REPOSITORY']}"
+        if os.environ.get("GITHUB_REPOSITORY") and os.environ.get("GITHUB_SERVER_URL") else "")
+    if not base:
+        return ""
+    branch = os.environ.get("SITE_REPO_BRANCH", "main")
+    return f" · [view it on GitHub]({base.rstrip('/')}/blob/{branch}/{rel})"
+
+
+def open_lines(rel: str, lab_root: str, lab_command: str, run_time: str | None) -> str:
+    """How to open one notebook: its path, the raw file, JupyterLab from a clone, its run time."""
+    in_lab = rel[len(lab_root) + 1:]
+    lines = [
+        f"- **Notebook**: `{rel}` · {{download}}`raw .ipynb file </_raw/{rel}>`{repo_link(rel)}",
+        f"- **In JupyterLab**, from a clone: `{lab_command}`, then open <{LAB_URL}{in_lab}>",
+    ]
+    if run_time:
+        lines.append(f"- **CPU run time**: {run_time} ([how it was measured](/runtimes.md))")
+    return "\n".join(lines) + "\n"
+
+
+LAB_COMMANDS = {"notebooks": "make lab", "exercises": ".venv/bin/jupyter lab exercises/",
+                "solutions": ".venv/bin/jupyter lab solutions/"}
+
+
+def header_box(entries: dict[str, str], note: str = "") -> str:
+    """The box under a page's title: per framework (synced tabs) or for one notebook."""
+    if len(entries) == 1:
+        (body,) = entries.values()
+    else:
+        items = [colon_block("tab-item", FRAMEWORKS[fw], {"sync": fw, "class-content": f"fw-{fw}"}, body, 5)
+                 for fw, body in entries.items()]
+        body = colon_block("tab-set", "", {"sync-group": "framework", "class": "framework-tabs"},
+                           "\n".join(items), 6)
+    return colon_block("container", "page-header", {}, (note + "\n\n" if note else "") + body, 7) + "\n"
+
+
+class Book:
+    def __init__(self, readme: Readme):
+        self.readme = readme
+        self.lessons = sorted(p.stem for p in (ROOT / "notebooks" / "pytorch").glob("*.ipynb"))
+        jax = sorted(p.stem for p in (ROOT / "notebooks" / "jax").glob("*.ipynb"))
+        if jax != self.lessons:
+            raise SiteError(f"notebooks/pytorch and notebooks/jax hold different lessons: {self.lessons} vs {jax}")
+        self.exercises: dict[int, Exercise] = {}
+        for path in sorted((ROOT / "solutions").glob("*/ex*.ipynb")):
+            number = int(re.match(r"ex(\d+)", path.stem).group(1))
+            ex = self.exercises.setdefault(number, Exercise(number, path.stem, {}))
+            ex.folders[path.parent.name] = path.stem
+            ex.title = json.loads(path.read_text())["cells"][0]["source"][0].lstrip("# ").strip()
+            if not (ROOT / "exercises" / path.parent.name / path.name).exists():
+                raise SiteError(f"exercises/{path.parent.name}/{path.name} is missing: run make exercises")
+        pages: dict[Path, str] = {}
+        for lesson in self.lessons:
+            for fw in FRAMEWORKS:
+                pages[(ROOT / "notebooks" / fw / f"{lesson}.ipynb").resolve()] = f"lessons/{lesson}"
+        for ex in self.exercises.values():
+            for folder, stem in ex.folders.items():
+                for kind in ("exercises", "solutions"):
+                    pages[(ROOT / kind / folder / f"{stem}.ipynb").resolve()] = f"{kind}/{ex.stem}"
+        self.renderer = Renderer(pages)
+
+    def write(self, doc: str, text: str) -> None:
+        path = SRC / f"{doc}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    # a lesson: both notebooks, section by section, in tabs
+    def lesson(self, name: str) -> None:
+        doc = f"lessons/{name}"
+        if name not in self.readme.lesson_times:
+            raise SiteError(f"README.md's lesson table has no run time for {name}")
+        sections, entries = {}, {}
+        for fw in FRAMEWORKS:
+            rel = f"notebooks/{fw}/{name}.ipynb"
+            offer_raw(rel)
+            sections[fw] = self.renderer.sections(ROOT / rel, doc, fw)
+            entries[fw] = open_lines(rel, "notebooks", LAB_COMMANDS["notebooks"],
+                                     self.readme.lesson_times[name][fw])
+        note = ("A lesson comes as two notebooks with the same headings. Under each heading, the tabs "
+                "switch between the PyTorch and the JAX notebook; the choice applies to every section "
+                "and every page.")
+        self.write(doc, assemble(paired(sections, name), None, header_box(entries, note)))
+
+    # an exercise or a solution: tabs where the notebook has a twin, a label where it has none
+    def exercise(self, ex: Exercise, kind: str) -> None:
+        doc = f"{kind}/{ex.stem}"
+        fws = [f for f in FRAMEWORKS if f in ex.folders]
+        times = self.readme.exercise_times.get(ex.number)
+        if times is None:
+            raise SiteError(f"README.md's exercise table has no row {ex.number}")
+        entries, sections = {}, {}
+        for folder, stem in ex.folders.items():
+            rel = f"{kind}/{folder}/{stem}.ipynb"
+            offer_raw(rel)
+            sections[folder] = self.renderer.sections(ROOT / rel, doc, folder)
+            entries[folder] = open_lines(rel, kind, LAB_COMMANDS[kind], times.get(folder))
+        other = "solutions" if kind == "exercises" else "exercises"
+        other_link = f"[{'the solution' if kind == 'exercises' else 'the exercise (student version)'}](/{other}/{ex.stem}.md)"
+        if NEUTRAL in ex.folders:
+            note = (f"{{bdg-secondary}}`framework-neutral` A derivation with a numeric check in plain "
+                    f"Python (`{NEUTRAL}/`): the same for PyTorch and JAX. See also {other_link}.")
+            blocks = single(sections[NEUTRAL])
+        elif len(fws) == 2:
+            note = (f"{{bdg-primary}}`PyTorch` {{bdg-primary}}`JAX` This exercise has a notebook per "
+                    f"framework: the tabs switch between them. See also {other_link}.")
+            blocks = paired({fw: sections[fw] for fw in fws}, ex.stem)
+        else:
+            (fw,) = fws
+            twin = self.counterpart(ex)
+            alt = (f" The {FRAMEWORKS[twin[0]]} version of this exercise is "
+                   f"[Exercise {twin[1].number}](/{kind}/{twin[1].stem}.md).") if twin else \
+                  f" There is no {' or '.join(FRAMEWORKS[f] for f in FRAMEWORKS if f != fw)} version."
+            note = f"{{bdg-primary}}`{FRAMEWORKS[fw]} only`{alt} See also {other_link}."
+            blocks = single(sections[fw])
+        title = None
+        if kind == "solutions":
+            first = blocks[0][0] or ""
+            title = re.sub(r"^# Exercise\b", "# Solution", first) if first.startswith("# Exercise") else f"# Solution: {first.lstrip('# ')}"
+        self.write(doc, assemble(blocks, title, header_box(entries, note)))
+
+    def counterpart(self, ex: Exercise) -> tuple[str, Exercise] | None:
+        """The other framework's version of a one-framework exercise (README: 8-10 and 11-13)."""
+        mine = self.readme.exercise_rows[ex.number].get("exercise", "").lower()
+        (fw,) = [f for f in ex.folders if f in FRAMEWORKS]
+        for other in self.exercises.values():
+            ofws = [f for f in other.folders if f in FRAMEWORKS]
+            theirs = self.readme.exercise_rows.get(other.number, {}).get("exercise", "").lower()
+            if ofws and fw not in ofws and len(ofws) == 1 and mine and theirs and \
+                    (theirs.startswith(mine) or mine.startswith(theirs)):
+                return ofws[0], other
+        return None
+
+    def index(self) -> None:
+        r = self.readme
+        rows = ["| lesson | what it shows | CPU run time |", "| --- | --- | --- |"]
+        for name in self.lessons:
+            row = r.lesson_rows[name]
+            title = json.loads((ROOT / "notebooks/pytorch" / f"{name}.ipynb").read_text())["cells"][0]["source"][0]
+            what = list(row.values())[column(list(row), "what")]
+            times = ", ".join(f"{FRAMEWORKS[fw]} {t}" for fw, t in r.lesson_times[name].items())
+            rows.append(f"| [{title.lstrip('# ').strip()}](lessons/{name}.md) | {what} | {times} |")
+        toc = lambda caption, docs: (f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n:hidden:\n\n"
+                                     + "\n".join(docs) + "\n```\n")
+        text = f"""# {r.title}
+
+{r.intro}
+
+## Lessons
+
+Each lesson is a pair of notebooks, PyTorch and JAX, with the same headings; its page shows both,
+switchable with the tabs under every heading.
+
+{chr(10).join(rows)}
+
+## Exercises
+
+Every exercise has a [student version](exercises/index.md) and a [solution](solutions/index.md):
+derivations in plain Python, code exercises for PyTorch, for JAX, or for both.
+
+## Opening the notebooks
+
+This site shows the notebooks as they were committed: executed at the `cpu` size profile (see
+[run times](runtimes.md) and [the README](about.md)). To run them, clone the repository and start
+JupyterLab with `make lab`, which creates `.venv` on first use and opens `notebooks/`. Every page
+links its notebooks' files and their address in a JupyterLab started that way.
+
+{toc("Lessons", [f"lessons/{n}" for n in self.lessons])}
+{toc("Exercises", ["exercises/index", "solutions/index"])}
+{toc("About", ["runtimes", "about"])}
+"""
+        self.write("index", text)
+
+    def exercise_index(self, kind: str) -> None:
+        heading = "Exercises" if kind == "exercises" else "Solutions"
+        what = ("The student versions: each solution region replaced by a stub (`# YOUR CODE HERE`, "
+                "`YOUR ANSWER HERE`), outputs cleared. Run one in JupyterLab and its check cells pass "
+                "once it is solved.") if kind == "exercises" else \
+               ("The solutions, executed at the `cpu` profile, with their outputs. The solution regions "
+                "of markdown answers are framed.")
+        rows = ["| # | exercise | PyTorch | JAX | framework-neutral | CPU run time |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        for ex in sorted(self.exercises.values(), key=lambda e: e.number):
+            page = f"{ex.stem}.md"
+            cells = []
+            for folder in (*FRAMEWORKS, NEUTRAL):
+                if folder in ex.folders:
+                    query = f"?framework={folder}" if folder in FRAMEWORKS and len(
+                        [f for f in ex.folders if f in FRAMEWORKS]) > 1 else ""
+                    label = {"pytorch": "PyTorch", "jax": "JAX", NEUTRAL: "plain Python"}[folder]
+                    cells.append(f"[{label}]({page}{query})" if not query else
+                                 f"<a href=\"{ex.stem}.html{query}\">{label}</a>")
+                else:
+                    cells.append("")
+            times = " / ".join(self.readme.exercise_times[ex.number].values())
+            rows.append(f"| {ex.number} | [{ex.title}]({page}) | {' | '.join(cells)} | {times} |")
+        toc = "\n".join(f"{e.stem}" for e in sorted(self.exercises.values(), key=lambda e: e.number))
+        self.write(f"{kind}/index", f"""# {heading}
+
+{what} Pick an exercise and a framework; twins (an exercise with a PyTorch and a JAX notebook) show
+both in tabs. {'[The solutions](../solutions/index.md)' if kind == 'exercises' else '[The exercises](../exercises/index.md)'}
+have the same layout.
+
+{chr(10).join(rows)}
+
+```{{toctree}}
+:hidden:
+:maxdepth: 1
+
+{toc}
+```
+""")
+
+    def runtimes(self) -> None:
+        r = self.readme
+        rows = ["| lesson | PyTorch | JAX |", "| --- | --- | --- |"]
+        for name in self.lessons:
+            t = r.lesson_times[name]
+            rows.append(f"| [{name}](lessons/{name}.md) | {t['pytorch']} | {t['jax']} |")
+        erows = ["| # | exercise | " + " | ".join(FRAMEWORKS.values()) + " | framework-neutral |",
+                 "| --- | --- | --- | --- | --- |"]
+        for ex in sorted(self.exercises.values(), key=lambda e: e.number):
+            t = r.exercise_times[ex.number]
+            erows.append(f"| {ex.number} | [{ex.title}](solutions/{ex.stem}.md) | "
+                         + " | ".join(t.get(f, "") for f in (*FRAMEWORKS, NEUTRAL)) + " |")
+        note = "\n\n".join(r.time_note)
+        self.write("runtimes", f"""# Run times
+
+How long each notebook takes to execute on a CPU at the `cpu` size profile. The figures are those of
+README.md's tables, read from it when this site was built.
+
+## Lessons
+
+{chr(10).join(rows)}
+
+{note}
+
+## Exercises (solutions)
+
+{chr(10).join(erows)}
+""")
+
+    def about(self) -> None:
+        text = self.readme.text.split("\n", 1)[1]
+        text = self.renderer.rewrite_links(text, ROOT / "README.md", "about")
+        self.write("about", f"# About this course (README)\n{text}")
+
+    def generate(self) -> None:
+        if SRC.exists():
+            shutil.rmtree(SRC)
+        SRC.mkdir(parents=True)
+        self.index()
+        for name in self.lessons:
+            self.lesson(name)
+        for kind in ("exercises", "solutions"):
+            self.exercise_index(kind)
+            for ex in self.exercises.values():
+                self.exercise(ex, kind)
+        self.runtimes()
+        self.about()
+
+
+# ---------------------------------------------------------------------------------- offline check
+
+class ResourceScan(HTMLParser):
+    """Collects the URLs a page loads by itself (not the links a reader may follow)."""
+
+    LOADS = {"script": "src", "img": "src", "iframe": "src", "source": "src", "audio": "src",
+             "video": "src", "embed": "src", "object": "data", "track": "src", "input": "src"}
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in self.LOADS and a.get(self.LOADS[tag]):
+            self.urls.append(a[self.LOADS[tag]])
+        if tag == "link" and a.get("href") and set((a.get("rel") or "").split()) - {"canonical", "alternate", "next", "prev", "search", "index", "author", "license", "help", "top", "up"}:
+            self.urls.append(a["href"])
+        for key in ("srcset", "poster"):
+            if a.get(key):
+                self.urls += [u.split()[0] for u in a[key].split(",")]
+        if a.get("style"):
+            self.urls += re.findall(r"url\(['\"]?([^'\")]+)", a["style"])
+
+    def handle_data(self, data):
+        if self.lasttag == "style":
+            self.urls += re.findall(r"url\(['\"]?([^'\")]+)", data)
+            self.urls += re.findall(r"@import\s+['\"]([^'\"]+)", data)
+
+
+def external(url: str) -> bool:
+    return url.startswith("//") or urlsplit(url).scheme in ("http", "https", "ftp", "ws", "wss")
+
+
+def check_offline(html_dir: Path) -> list[str]:
+    """Every resource a page, a style sheet or an inline style loads from another host."""
+    problems = []
+    for page in sorted(html_dir.rglob("*.html")):
+        scan = ResourceScan()
+        scan.feed(page.read_text(errors="replace"))
+        problems += [f"{page.relative_to(html_dir)}: {u}" for u in scan.urls if external(u)]
+    for css in sorted(html_dir.rglob("*.css")):
+        for u in re.findall(r"url\(\s*['\"]?([^'\")\s]+)", css.read_text(errors="replace")) + \
+                re.findall(r"@import\s+['\"]([^'\"]+)", css.read_text(errors="replace")):
+            if external(u):
+                problems.append(f"{css.relative_to(html_dir)}: {u}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-build", action="store_true", help="only generate the MyST sources")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        Book(read_readme()).generate()
+    except SiteError as e:
+        print(f"build_site: {e}", file=sys.stderr)
+        return 1
+    t1 = time.perf_counter()
+    print(f"build_site: generated {len(list(SRC.rglob('*.md')))} pages in {SRC.relative_to(ROOT)} ({t1 - t0:.1f} s)")
+    if args.no_build:
+        return 0
+    if HTML.exists():
+        shutil.rmtree(HTML)
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-E", "-b", "html",
+           "-j", "auto", "-c", str(CONF_DIR), str(SRC), str(HTML)]
+    result = subprocess.run(cmd, cwd=ROOT)
+    if result.returncode:
+        print("build_site: sphinx-build failed (warnings count as errors)", file=sys.stderr)
+        return result.returncode
+    t2 = time.perf_counter()
+    problems = check_offline(HTML)
+    if problems:
+        print("build_site: these pages load resources from other hosts:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    pages = [p for p in HTML.rglob("*.html") if "_static" not in p.parts]
+    size = sum(p.stat().st_size for p in HTML.rglob("*") if p.is_file())
+    print(f"build_site: {len(pages)} HTML pages in {HTML.relative_to(ROOT)} ({size / 1e6:.1f} MB); "
+          f"sphinx {t2 - t1:.1f} s, total {time.perf_counter() - t0:.1f} s; no external resources")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

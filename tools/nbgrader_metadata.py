@@ -1,0 +1,401 @@
+"""Give the solution notebooks the nbgrader cell metadata (schema 3, nbgrader 0.9) they need to serve
+as the source of an nbgrader course.
+
+Every cell gets a role, from its place in the notebook and its source alone:
+
+- **solution**: a code cell with a `### BEGIN SOLUTION` region; an autograded answer (the check cells
+  after it grade it). `solution: true, grade: false`.
+- **answer**: a markdown cell with a solution region; a manually graded answer worth
+  MANUAL_POINTS (nbgrader's schema requires markdown solution cells to be graded; an answer left as
+  `YOUR ANSWER HERE` is scored 0 by nbgrader without a grader). `solution: true, grade: true`.
+- **check**: a visible check cell, graded automatically (`grade: true, locked: true, points`). A code
+  cell is a check if its first line is `# Checks for part N ...`, or if it comes after a solution
+  region, contains an `assert` statement and reads a name that a solution region defines (directly or
+  through the cells in between). Cells that only `hp.check` a measurement claim (timings, GPU-only
+  claims) are not graded: they are the lesson's claims, not tests of the student's work.
+- **text** / **code**: everything else (the question, the set-up, scaffolding, claims): read-only
+  (`locked: true`), so autograding restores them and a grade depends on the solution cells only.
+
+Points of a check cell: 1 for up to 2 assertions (`assert` statements and `check(...)` calls), 2 for
+3 to 5, 3 for 6 or more. grade_id: `<exercise>-<part>-<role>[-<qualifier>][-<n>]`, e.g.
+`ex08-part2-check`, `ex04-part3-check-exact-counts`, `ex01-intro-text`; the part comes from the last
+`## Part N` heading (`intro` before the first heading, a slug for other `##` headings) or from a
+`# Checks for part N` comment; `n` counts cells of the same part and role.
+
+The tool writes only `metadata.nbgrader` of cells, in nbformat's own JSON layout, and only when
+something changes, so a diff shows metadata and nothing else. It never touches sources or outputs.
+
+    python tools/nbgrader_metadata.py [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
+    python tools/nbgrader_metadata.py --check                    # exit 1 if missing or stale
+    python tools/nbgrader_metadata.py --table                    # points per exercise (markdown)
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+SCHEMA_VERSION = 3
+MANUAL_POINTS = 2
+CHECK_MARKER = re.compile(r"#\s*Checks?\s+for\s+part\s+(\d+)\b\s*(?:[(,:]\s*(.*?)\)?\s*)?$", re.I)
+PART_HEADING = re.compile(r"##\s+Part\s+(\d+)\b", re.I)
+HEADING = re.compile(r"##\s+(.*)")
+GRADE_ID = re.compile(r"[A-Za-z0-9_\-]+")
+ROLES = {  # role: (solution, grade, locked)
+    "solution": (True, False, False),
+    "answer": (True, True, False),
+    "check": (False, True, True),
+    "text": (False, False, True),
+    "code": (False, False, True),
+}
+
+
+def slug(text: str, limit: int = 32) -> str:
+    """A lower-case, dash-separated id fragment of at most `limit` characters, cut at a word."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    out = ""
+    for w in words:
+        if len(out) + len(w) + (1 if out else 0) > limit:
+            break
+        out = f"{out}-{w}" if out else w
+    return out or "section"
+
+
+def exercise_id(path: Path) -> str:
+    """`ex08` for ex08_optimizer_step_memory.ipynb; the file's stem slugged otherwise."""
+    m = re.match(r"(ex\d+)", path.stem)
+    return m[1] if m else slug(path.stem)
+
+
+def source_of(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def has_region(source: str) -> bool:
+    """Whether a line of the source is the `### BEGIN SOLUTION` marker (as make_exercises.py reads it)."""
+    return any(line.strip() == BEGIN for line in source.split("\n"))
+
+
+def _python(source: str) -> ast.Module | None:
+    """The cell's code parsed, IPython magics and shell escapes blanked; None if it does not parse."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(names the cell binds in the notebook's global scope, names it reads anywhere)."""
+    bound, read = set(), set()
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+              ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+    def visit(node: ast.AST, top: bool) -> None:
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                read.add(node.id)
+            elif top:
+                bound.add(node.id)
+        elif top and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif top and isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif top and isinstance(node, ast.Global):
+            bound.update(node.names)
+        inner = top and not isinstance(node, scopes)
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(tree, True)
+    return bound, read
+
+
+def count_assertions(source: str) -> int:
+    """`assert` statements plus calls of a function named `check` (hp.check, checks.check)."""
+    tree = _python(source)
+    if tree is None:
+        return 0
+    return sum(isinstance(n, ast.Assert) or (isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Attribute) and n.func.attr == "check")
+        or (isinstance(n.func, ast.Name) and n.func.id == "check"))) for n in ast.walk(tree))
+
+
+def points_for(n_assertions: int) -> int:
+    return 1 if n_assertions <= 2 else 2 if n_assertions <= 5 else 3
+
+
+@dataclass(frozen=True)
+class Role:
+    role: str
+    grade_id: str
+    points: int | None = None
+
+    def metadata(self) -> dict:
+        solution, grade, locked = ROLES[self.role]
+        meta = {"grade": grade, "grade_id": self.grade_id, "locked": locked,
+                "schema_version": SCHEMA_VERSION, "solution": solution, "task": False}
+        if grade:
+            meta["points"] = self.points
+        return meta
+
+
+def roles(cells: list[dict], exercise: str) -> list[Role]:
+    """The role, grade_id and points of every cell (see the module docstring)."""
+    part, tainted, seen_solution = "intro", set(), False
+    counts: dict[tuple[str, str], int] = {}
+    out = []
+    for cell in cells:
+        src, kind = source_of(cell), cell.get("cell_type")
+        first = src.lstrip().splitlines()[0].strip() if src.strip() else ""
+        qualifier = ""
+        if kind == "markdown" and (m := HEADING.match(first)):
+            p = PART_HEADING.match(first)
+            part = f"part{p[1]}" if p else slug(m[1])
+        region = has_region(src)
+        tree = _python(src) if kind == "code" else None
+        bound, read = _names(tree) if tree is not None else (set(), set())
+        if region:
+            role = "solution" if kind == "code" else "answer"
+            seen_solution = True
+            tainted |= bound
+        elif kind == "code" and (m := CHECK_MARKER.match(first)):
+            role, part = "check", f"part{m[1]}"
+            qualifier = slug(m[2]) if m[2] else ""
+        elif (kind == "code" and seen_solution and tree is not None and read & tainted
+              and any(isinstance(n, ast.Assert) for n in ast.walk(tree))):
+            role = "check"
+        else:
+            role = "code" if kind == "code" else "text"
+        if kind == "code" and not region and read & tainted:
+            tainted |= bound
+        name = f"{role}-{qualifier}" if qualifier else role
+        n = counts[part, name] = counts.get((part, name), 0) + 1
+        grade_id = f"{exercise}-{part}-{name}" + (f"-{n}" if n > 1 else "")
+        points = (points_for(count_assertions(src)) if role == "check"
+                  else MANUAL_POINTS if role == "answer" else None)
+        out.append(Role(role, grade_id, points))
+    return out
+
+
+def validate(nb: dict, where: str = "notebook") -> list[str]:
+    """Problems that would make nbgrader (or its grading) wrong: every solution region in a solution
+    cell, every solution cell holding a region, every check cell graded with points, every graded
+    cell with a valid id, ids unique within the notebook, markers balanced."""
+    problems, ids = [], {}
+    cells = nb["cells"]
+    expected = roles(cells, "x")
+    for i, (cell, want) in enumerate(zip(cells, expected)):
+        here = f"{where}, cell {i}"
+        src, meta = source_of(cell), cell.get("metadata", {}).get("nbgrader")
+        inside = False
+        for line in src.split("\n"):
+            if ("BEGIN SOLUTION" in line or "END SOLUTION" in line) and line.strip() not in (BEGIN, END):
+                problems.append(f"{here}: {line.strip()!r} is not a marker line, but nbgrader would "
+                                "read it as one (make_exercises.py would not)")
+            if line.strip() in (BEGIN, END) and inside == (line.strip() == BEGIN):
+                problems.append(f"{here}: '{line.strip()}' " + ("inside another solution region"
+                                if inside else f"without a '{BEGIN}' before it"))
+            inside = {BEGIN: True, END: False}.get(line.strip(), inside)
+        if inside:
+            problems.append(f"{here}: '{BEGIN}' is never closed by '{END}'")
+        if meta is None:
+            if has_region(src):
+                problems.append(f"{here}: has a solution region but no nbgrader metadata")
+            elif want.role == "check":
+                problems.append(f"{here}: a check cell without nbgrader metadata (not graded)")
+            continue
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            problems.append(f"{here}: nbgrader schema_version {meta.get('schema_version')} "
+                            f"(nbgrader 0.9 reads {SCHEMA_VERSION})")
+        if has_region(src) and not meta.get("solution"):
+            problems.append(f"{here}: has a solution region but is not a solution cell")
+        if meta.get("solution") and not has_region(src):
+            problems.append(f"{here}: is a solution cell without a '{BEGIN}' region "
+                            "(nbgrader would replace the whole cell)")
+        if want.role == "check" and not (meta.get("grade") and not meta.get("solution")):
+            problems.append(f"{here}: a check cell that is not an autograded test")
+        if meta.get("grade") and not (isinstance(meta.get("points"), (int, float)) and meta["points"] > 0):
+            problems.append(f"{here}: a graded cell without positive points")
+        if cell.get("cell_type") == "markdown" and meta.get("solution") != meta.get("grade"):
+            problems.append(f"{here}: a markdown answer must be solution and grade together")
+        gid = meta.get("grade_id")
+        if meta.get("grade") or meta.get("solution") or meta.get("locked"):
+            if not gid or not GRADE_ID.fullmatch(gid):
+                problems.append(f"{here}: invalid grade_id {gid!r}")
+            elif gid in ids:
+                problems.append(f"{here}: grade_id {gid!r} is also the id of cell {ids[gid]}")
+            else:
+                ids[gid] = i
+    if not any(r.role == "check" for r in expected):
+        problems.append(f"{where}: no check cell, so nothing is graded automatically")
+    return problems
+
+
+def dumps(nb: dict) -> str:
+    """nbformat's own layout (nbformat.writes + newline): indent 1, sorted keys, no ASCII escaping."""
+    return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def annotated(text: str, path: Path) -> str:
+    """The notebook's text with every cell's metadata.nbgrader set as the roles say; nothing else."""
+    nb = json.loads(text)
+    if dumps(nb) != text:
+        raise ValueError(f"{path} is not in nbformat's JSON layout; save it with nbformat (or "
+                         "Jupyter) first so that the metadata change is the only diff")
+    for cell, role in zip(nb["cells"], roles(nb["cells"], exercise_id(path))):
+        cell.setdefault("metadata", {})["nbgrader"] = role.metadata()
+    return dumps(nb)
+
+
+def notebooks(paths: list[Path]) -> list[Path]:
+    """The notebooks given, and those under the folders given, except in hidden folders (JupyterLab's
+    .ipynb_checkpoints copies); sorted."""
+    out = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(f for f in p.rglob("*.ipynb")
+                          if not any(part.startswith(".") for part in f.relative_to(p).parts))
+        else:
+            out.append(p)
+    return out
+
+
+def run(paths: list[Path], *, check: bool = False) -> tuple[list[Path], list[str]]:
+    """Annotate (or with check=True, only compare) the notebooks; return (changed, problems)."""
+    changed, problems = [], []
+    for path in notebooks(paths):
+        text = path.read_text(encoding="utf-8")
+        new = annotated(text, path)
+        problems += validate(json.loads(new), str(path))
+        if new != text:
+            changed.append(path)
+            if check:
+                problems.append(f"{path}: nbgrader metadata is missing or stale "
+                                "(run: python tools/nbgrader_metadata.py)")
+            else:
+                path.write_text(new, encoding="utf-8")
+    return changed, problems
+
+
+def assignment_of(path: Path, twins: set[str]) -> str:
+    """The nbgrader assignment of a solution notebook: `ex08`, or `ex02-pytorch` for a twin."""
+    ex = exercise_id(path)
+    return f"{ex}-{path.parent.name}" if ex in twins else ex
+
+
+def twin_exercises(paths: list[Path]) -> set[str]:
+    seen: dict[str, set[str]] = {}
+    for p in paths:
+        seen.setdefault(exercise_id(p), set()).add(p.parent.name)
+    return {ex for ex, folders in seen.items() if len(folders) > 1}
+
+
+def sync_course(course: Path, solutions: Path, *, check: bool = False) -> list[str]:
+    """Make course/source/<assignment>/<notebook> a relative symlink to each solution notebook and
+    remove links to notebooks that are gone; with check=True, only report what differs."""
+    nbs = notebooks([solutions])
+    twins = twin_exercises(nbs)
+    wanted = {course / "source" / assignment_of(p, twins) / p.name:
+              Path(*[".."] * 3, p.resolve().relative_to(course.resolve().parent)) for p in nbs}
+    problems = []
+    have = {p for p in (course / "source").glob("*/*.ipynb")} if (course / "source").exists() else set()
+    for link in sorted(have - set(wanted)):
+        problems.append(f"{link}: no solution notebook behind it" + ("" if check else "; removed"))
+        if not check:
+            link.unlink()
+    for link, target in sorted(wanted.items()):
+        if link.is_symlink() and Path(link.readlink()) == target:
+            continue
+        problems.append(f"{link}: " + ("should be a symlink to" if check else "linked to") + f" {target}")
+        if not check:
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(target)
+    if not check:
+        for folder in (course / "source").iterdir():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+    return problems
+
+
+def table(paths: list[Path]) -> str:
+    """A markdown table of the points of every notebook, as the roles (not the files) say."""
+    nbs = notebooks(paths)
+    twins = twin_exercises(nbs)
+    rows = ["| assignment | notebook | parts | check cells | auto points | answers (manual) | "
+            "manual points | total |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    totals = [0, 0, 0, 0]
+    for path in nbs:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        rs = roles(nb["cells"], exercise_id(path))
+        checks = [r for r in rs if r.role == "check"]
+        answers = [r for r in rs if r.role == "answer"]
+        parts = {r.grade_id.split("-")[1] for r in rs if r.role in ("check", "solution", "answer")}
+        auto, manual = sum(r.points for r in checks), sum(r.points for r in answers)
+        for k, v in enumerate((len(checks), auto, len(answers), manual)):
+            totals[k] += v
+        rows.append(f"| `{assignment_of(path, twins)}` | `{path.parent.name}/{path.name}` | "
+                    f"{len(parts)} | {len(checks)} | {auto} | {len(answers)} | {manual} | {auto + manual} |")
+    rows.append(f"| all | {len(nbs)} notebooks | | {totals[0]} | {totals[1]} | {totals[2]} | "
+                f"{totals[3]} | {totals[1] + totals[3]} |")
+    return "\n".join(rows)
+
+
+def explain(paths: list[Path]) -> str:
+    """Every cell's role, id and points, with its first line: for reviewing the rules."""
+    lines = []
+    for path in notebooks(paths):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        lines.append(f"== {path}")
+        for i, (cell, r) in enumerate(zip(nb["cells"], roles(nb["cells"], exercise_id(path)))):
+            first = (source_of(cell).strip().splitlines() or [""])[0][:70]
+            pts = "" if r.points is None else f"{r.points}pt"
+            lines.append(f"{i:4d} {r.role:8s} {pts:4s} {r.grade_id:40s} {first}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", type=Path, default=[ROOT / "solutions"],
+                        help="notebooks or folders (default: solutions/)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if metadata is missing or stale")
+    mode.add_argument("--table", action="store_true", help="print the points per exercise (markdown)")
+    mode.add_argument("--explain", action="store_true", help="print every cell's role, grade_id and points")
+    parser.add_argument("--links", type=Path, metavar="COURSE", nargs="?", const=ROOT / "course",
+                        help="instead of annotating: make COURSE/source/<assignment>/ symlinks to the "
+                             "solution notebooks (default course/; with --check only compare)")
+    args = parser.parse_args(argv)
+    if args.links:
+        problems = sync_course(args.links, ROOT / "solutions" if args.paths == [ROOT / "solutions"]
+                               else args.paths[0], check=args.check)
+        for p in problems:
+            print(p, file=sys.stderr if args.check else sys.stdout)
+        return 1 if problems and args.check else 0
+    if args.table:
+        print(table(args.paths))
+        return 0
+    if args.explain:
+        print(explain(args.paths))
+        return 0
+    changed, problems = run(args.paths, check=args.check)
+    if not args.check:
+        for path in changed:
+            print(f"annotated {path}")
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
