@@ -26,14 +26,22 @@ lab: $(STAMP)
 # Two pytest-xdist workers; --dist loadscope keeps every notebook's cells in one worker (one kernel).
 XDIST := -n 2 --dist loadscope
 
+# Workers take notebooks in command-line order, so the longest go first and short ones fill the tail.
+ALL_NOTEBOOKS := $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+SLOWEST := solutions/pytorch/ex16_fp16_with_gradscaler.ipynb notebooks/pytorch/05_minigpt_ablation.ipynb \
+           solutions/pytorch/ex06_cost_of_accumulation.ipynb notebooks/jax/05_minigpt_ablation.ipynb \
+           solutions/pytorch/ex14_accumulation_tradeoff_curve.ipynb solutions/jax/ex06_cost_of_accumulation.ipynb
+BY_LENGTH := $(filter $(ALL_NOTEBOOKS),$(SLOWEST)) $(filter-out $(SLOWEST),$(ALL_NOTEBOOKS))
+
 test: $(STAMP)
-	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) tests $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) $(filter $(ALL_NOTEBOOKS),$(SLOWEST)) tests \
+	  $(filter-out $(SLOWEST),$(ALL_NOTEBOOKS))
 
 unit: $(STAMP)
 	$(CPU_ENV) $(BIN)/python -m pytest tests
 
 nbval: $(STAMP)
-	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
+	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) $(BY_LENGTH)
 
 # Strict nbval in several machine configurations (AVX2-only on one core, 1 and 4 threads, ...): a table.
 matrix: $(STAMP)
