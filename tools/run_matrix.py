@@ -38,11 +38,11 @@ class Config:
 CONFIGS = [
     Config("ci", "as CI runs it: all cores, default kernels and threads, 2 xdist workers", workers=2),
     Config("avx2-1core", "one core, AVX2-only kernels (a laptop without AVX-512)", AVX2, cores="0"),
-    Config("threads-1", "all cores; PyTorch and XLA held to 1 thread",
-           {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": XLA_ONE_THREAD}),
+    Config("threads-1", "all cores, 2 xdist workers; PyTorch and XLA held to 1 thread each",
+           {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": XLA_ONE_THREAD}, workers=2),
     # XLA sizes its pool to the cores it may run on and has no flag to ask for more; PyTorch does.
-    Config("threads-4", "all cores; PyTorch asked for 4 threads (oversubscribed), XLA its default",
-           {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}),
+    Config("threads-4", "all cores, 2 xdist workers; PyTorch asked for 4 threads each (oversubscribed), XLA its default",
+           {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}, workers=2),
 ]
 
 
@@ -82,6 +82,23 @@ def counts(junit: Path) -> tuple[int, int, int, list[str]]:
     return passed, failed, skipped, failing
 
 
+def machine() -> str:
+    """One line: CPU model, logical cores, and whether it has AVX-512 (Linux; elsewhere what platform knows)."""
+    import platform
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "instruction set not read"
+    return f"{model}, {os.cpu_count()} logical cores, {isa}; Python {platform.python_version()}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     names = [c.name for c in CONFIGS]
@@ -108,7 +125,7 @@ def main() -> int:
         rows.append(f"| `{cfg.name}` | {cfg.what} | {passed} | {failed} | {wall / 60:.1f} min |")
         for test_id in failing:
             print(f"   failed: {test_id}")
-    table = "\n".join(rows)
+    table = f"Machine: {machine()}\n\n" + "\n".join(rows)
     (out / "matrix.md").write_text(table + "\n")
     print(f"\n{len(paths)} notebooks, strict nbval\n{table}")
     return 0 if all_green else 1
