@@ -1,0 +1,105 @@
+"""Main-line words, figures and reading time of the lesson notebooks.
+
+The main line of a lesson is its markdown outside the asides. An aside is a section whose heading
+(any level) begins with "Aside:", up to the next heading of the same or a higher level; a heading
+"Appendix" puts everything after it into asides. Words are counted in markdown with code spans,
+maths and link targets left out, so a formula counts as nothing and a sentence as its words.
+A figure is an image output of a code cell (matplotlib or any other `image/*` output) or an image
+embedded in markdown.
+
+    python tools/lesson_stats.py            # a table for notebooks/*/*.ipynb
+    python tools/lesson_stats.py NB ...     # the same for the named notebooks
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS_PER_MINUTE = 200  # prose read with care; code and outputs add to it, so the estimate is a floor
+MAIN_LINE_LIMIT = 1300
+HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+READING_TIME = re.compile(r"reading time[^0-9]{0,20}(\d+)\s*min", re.I)
+
+
+@dataclass
+class Stats:
+    path: str
+    main_words: int
+    aside_words: int
+    figures: int
+    stated_minutes: int | None  # the reading time the notebook states in its first cell, if any
+
+    @property
+    def minutes(self) -> int:
+        return max(1, round(self.main_words / WORDS_PER_MINUTE))
+
+
+def words(markdown: str) -> int:
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)       # fenced code
+    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", text, flags=re.S)  # maths
+    text = re.sub(r"`[^`]*`", " ", text)                          # code spans
+    text = re.sub(r"\]\([^)]*\)", "]", text)                      # link targets
+    text = re.sub(r"<[^>]+>", " ", text)                          # html tags
+    return len(re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.,%-]*", text))
+
+
+def stats(path: Path) -> Stats:
+    nb = json.loads(path.read_text())
+    main = aside = figures = 0
+    aside_level = None  # level of the heading that opened the current aside; 0: appendix to the end
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            figures += sum(any(k.startswith("image/") for k in o.get("data", {})) for o in cell.get("outputs", []))
+            continue
+        if cell["cell_type"] != "markdown":
+            continue
+        figures += len(re.findall(r"!\[[^\]]*\]\(|<img\b", source))
+        block = []
+        for line in source.splitlines():
+            m = HEADING.match(line)
+            if m:
+                if block:
+                    n = words("\n".join(block))
+                    main, aside = (main, aside + n) if aside_level is not None else (main + n, aside)
+                    block = []
+                level, title = len(m.group(1)), m.group(2).strip()
+                if aside_level not in (None, 0) and level <= aside_level:
+                    aside_level = None
+                if aside_level is None:
+                    if title.lower().startswith("appendix"):
+                        aside_level = 0
+                    elif title.lower().startswith("aside:"):
+                        aside_level = level
+            block.append(line)
+        if block:
+            n = words("\n".join(block))
+            main, aside = (main, aside + n) if aside_level is not None else (main + n, aside)
+    first = "".join(nb["cells"][0]["source"]) if nb["cells"] else ""
+    found = READING_TIME.search(first)
+    return Stats(str(path.relative_to(ROOT)) if path.is_absolute() else str(path), main, aside, figures,
+                 int(found.group(1)) if found else None)
+
+
+def lessons() -> list[Path]:
+    return sorted(ROOT.glob("notebooks/*/*.ipynb"))
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(a).resolve() for a in argv] or lessons()
+    print("| notebook | main-line words | aside words | figures | reading time (stated / from words) |")
+    print("| --- | --- | --- | --- | --- |")
+    for p in paths:
+        s = stats(p)
+        stated = f"{s.stated_minutes} min" if s.stated_minutes is not None else "not stated"
+        print(f"| {s.path} | {s.main_words} | {s.aside_words} | {s.figures} | {stated} / {s.minutes} min |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
