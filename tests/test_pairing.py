@@ -1,6 +1,9 @@
-"""Every PyTorch notebook has a JAX twin with the same file name and the same headings in order."""
+"""Every PyTorch notebook has a JAX twin with the same file name and the same main-line headings in order
+(asides, headed "Aside: ...", and what follows a final "Appendix" heading may differ between the twins)."""
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -10,11 +13,23 @@ ROOT = Path(__file__).resolve().parents[1]
 TORCH, JAX = ROOT / "notebooks" / "pytorch", ROOT / "notebooks" / "jax"
 
 
+_spec = importlib.util.spec_from_file_location("lesson_stats", ROOT / "tools" / "lesson_stats.py")
+lesson_stats = sys.modules.setdefault("lesson_stats", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(lesson_stats)  # registered first: its dataclass looks itself up there
+
+
 def headings(path: Path) -> list[str]:
-    """The markdown heading lines (#, ##, ...) of a notebook, in order."""
-    nb = nbformat.read(path, as_version=4)
-    return [line.strip() for cell in nb.cells if cell.cell_type == "markdown"
-            for line in cell.source.splitlines() if re.match(r"#{1,6} ", line)]
+    """The main-line markdown heading lines (#, ##, ...) of a notebook, in order."""
+    return lesson_stats.main_line_headings(nbformat.read(path, as_version=4).cells)
+
+
+@pytest.mark.parametrize("cells, expected", [
+    (["# T\n## 1. A", "### Aside: threads\n#### detail", "### B", "## 2. C"], ["# T", "## 1. A", "### B", "## 2. C"]),
+    (["# T", "## Aside: internals", "### still aside", "## Back"], ["# T", "## Back"]),
+    (["# T", "## Appendix", "### Aside: one", "## Anything after"], ["# T", "## Appendix"]),
+])
+def test_asides_and_the_appendix_are_left_out_of_the_pairing(cells, expected):
+    assert lesson_stats.main_line_headings([{"cell_type": "markdown", "source": c} for c in cells]) == expected
 
 
 def test_every_notebook_has_a_twin():

@@ -4,7 +4,8 @@ The lessons, exercises and solutions are turned into MyST pages under build/site
 (myst-parser, sphinx-design, sphinx-book-theme; configuration in site/conf.py) renders into
 build/site/html with warnings as errors.
 
-A lesson is one page. Its PyTorch and JAX notebooks have the same headings (tests/test_pairing.py),
+A lesson is one page. Its PyTorch and JAX notebooks have the same main-line headings
+(tests/test_pairing.py; the headings of asides may differ and become bold lines in their section),
 so the page follows the shared headings, and under each heading puts the two notebooks' cells in a
 pair of tabs, PyTorch and JAX. All tab sets belong to one sync group, so one click switches every
 section of every page (the choice is remembered by the browser; `?framework=jax` in a URL picks JAX).
@@ -35,6 +36,9 @@ from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson_stats import HEADING, AsideTracker  # noqa: E402  (one definition of an aside, shared with the tests)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = ROOT / "site"
@@ -262,13 +266,15 @@ class Renderer:
         lexer = "ipython3" if nb.get("metadata", {}).get("kernelspec", {}).get("language", "python") == "python" else "none"
         figures = (SRC / doc).parent / "figures"
         prefix = f"{Path(doc).name}-{fw}"
-        out = [Section(None)]
+        out, asides = [Section(None)], AsideTracker()
         for n, cell in enumerate(nb["cells"]):
             source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":
                 for kind, text in self.markdown(source, notebook, doc):
-                    if kind == "heading":
+                    if kind == "heading" and asides.heading(text):
                         out.append(Section(text))
+                    elif kind == "heading":  # an aside's heading: a line in the section, which may differ per twin
+                        out[-1].parts.append(f"**{HEADING.match(text).group(2).strip()}**\n")
                     else:
                         out[-1].parts.append(text + "\n")
             elif cell["cell_type"] == "code":

@@ -48,10 +48,47 @@ def words(markdown: str) -> int:
     return len(re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.,%-]*", text))
 
 
+class AsideTracker:
+    """Follows a notebook's headings in order and tells whether the text at hand is in an aside."""
+
+    def __init__(self) -> None:
+        self.level: int | None = None  # level of the heading that opened the aside; 0: the appendix
+
+    def heading(self, line: str) -> bool:
+        """Take a heading line (`## ...`); True if the heading itself belongs to the main line."""
+        m = HEADING.match(line)
+        level, title = len(m.group(1)), m.group(2).strip().lower()
+        if self.level not in (None, 0) and level <= self.level:
+            self.level = None
+        if self.level is None:
+            if title.startswith("appendix"):
+                self.level = 0
+                return True  # the Appendix heading is shared; what follows it is not
+            if title.startswith("aside:"):
+                self.level = level
+        return self.level is None
+
+    @property
+    def inside(self) -> bool:
+        return self.level is not None
+
+
+def main_line_headings(cells: list[dict]) -> list[str]:
+    """The headings of the main line, in order: every heading except those of asides and after Appendix."""
+    tracker, out = AsideTracker(), []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            for line in source.splitlines():
+                if HEADING.match(line) and tracker.heading(line):
+                    out.append(line.strip())
+    return out
+
+
 def stats(path: Path) -> Stats:
     nb = json.loads(path.read_text())
     main = aside = figures = 0
-    aside_level = None  # level of the heading that opened the current aside; 0: appendix to the end
+    tracker = AsideTracker()
     for cell in nb["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code":
@@ -60,26 +97,16 @@ def stats(path: Path) -> Stats:
         if cell["cell_type"] != "markdown":
             continue
         figures += len(re.findall(r"!\[[^\]]*\]\(|<img\b", source))
-        block = []
-        for line in source.splitlines():
-            m = HEADING.match(line)
-            if m:
-                if block:
-                    n = words("\n".join(block))
-                    main, aside = (main, aside + n) if aside_level is not None else (main + n, aside)
-                    block = []
-                level, title = len(m.group(1)), m.group(2).strip()
-                if aside_level not in (None, 0) and level <= aside_level:
-                    aside_level = None
-                if aside_level is None:
-                    if title.lower().startswith("appendix"):
-                        aside_level = 0
-                    elif title.lower().startswith("aside:"):
-                        aside_level = level
+        block: list[str] = []
+        for line in source.splitlines() + ["# end"]:
+            if HEADING.match(line):
+                n = words("\n".join(block))
+                main, aside = (main, aside + n) if tracker.inside else (main + n, aside)
+                block = []
+                if line == "# end":
+                    break
+                tracker.heading(line)
             block.append(line)
-        if block:
-            n = words("\n".join(block))
-            main, aside = (main, aside + n) if aside_level is not None else (main + n, aside)
     first = "".join(nb["cells"][0]["source"]) if nb["cells"] else ""
     found = READING_TIME.search(first)
     return Stats(str(path.relative_to(ROOT)) if path.is_absolute() else str(path), main, aside, figures,
