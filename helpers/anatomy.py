@@ -32,13 +32,13 @@ class ParamBytes:
 
 
 def bytes_per_param(optimizer: str = "adam", precision: str = "fp32") -> ParamBytes:
-    """Persistent bytes per parameter: 16 for Adam in fp32; mixed precision adds 4 for a bf16
-    weight copy and a bf16 gradient in flight (2 + 2), so 20 for Adam."""
+    """Persistent bytes per parameter: 16 for Adam in fp32; mixed precision adds 2 for the 16-bit copy
+    of the weights that the passes read (its 16-bit gradients are cast to fp32 as they arrive), so 18."""
     if optimizer not in _OPTIMIZER_STATE_BYTES:
         raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(_OPTIMIZER_STATE_BYTES)}")
     if precision not in _PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(_PRECISIONS)}")
-    copies = 4 if precision == "mixed" else 0
+    copies = 2 if precision == "mixed" else 0
     return ParamBytes(4, 4, _OPTIMIZER_STATE_BYTES[optimizer], copies)
 
 

@@ -10,7 +10,7 @@ def test_sixteen_bytes_per_parameter_for_adam_in_fp32():
 
 
 def test_mixed_precision_and_other_optimizers():
-    assert hp.bytes_per_param("adamw", "mixed").total == 20
+    assert hp.bytes_per_param("adamw", "mixed").total == 18  # lesson 02 and exercise 7 measure 2 bytes of copies
     assert hp.bytes_per_param("sgd").total == 8
     assert hp.bytes_per_param("momentum").total == 12
 
