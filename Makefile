@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# JupyterLab refuses to run as root unless told; containers often run as root.
+# JupyterLab opens on the start page with its file browser at notebooks/ (root_dir set, so the file
+# does not move the root); it refuses to run as root unless told, and containers often run as root.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks notebooks/00_start_here.ipynb $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Two pytest-xdist workers; --dist loadscope keeps every notebook's cells in one worker (one kernel).
 XDIST := -n 2 --dist loadscope

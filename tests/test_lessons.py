@@ -1,0 +1,75 @@
+"""The lessons read as lessons: a short main line, a stated reading time, exercises and references at
+the end, links that resolve, and a start page that leads to every lesson and exercise."""
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = sorted(ROOT.glob("notebooks/pytorch/*.ipynb")) + sorted(ROOT.glob("notebooks/jax/*.ipynb"))
+START = ROOT / "notebooks" / "00_start_here.ipynb"
+_spec = importlib.util.spec_from_file_location("lesson_stats", ROOT / "tools" / "lesson_stats.py")
+lesson_stats = sys.modules.setdefault("lesson_stats", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(lesson_stats)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def ids(paths):
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+def markdown_cells(path: Path) -> list[str]:
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_main_line_is_at_most_1300_words(path):
+    s = lesson_stats.stats(path)
+    assert s.main_words <= lesson_stats.MAIN_LINE_LIMIT, (
+        f"{s.path}: {s.main_words} main-line words; move internals into an 'Aside:' section or the Appendix")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_first_cell_states_a_reading_time_that_covers_the_main_line(path):
+    s = lesson_stats.stats(path)
+    assert s.stated_minutes is not None, f"{s.path}: the first cell should say 'Reading time: about N minutes'"
+    assert s.minutes <= s.stated_minutes <= s.minutes + 10, (
+        f"{s.path}: states {s.stated_minutes} min for {s.main_words} words (about {s.minutes} min)")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_main_line_ends_with_exercises_then_references(path):
+    heads = [h for h in lesson_stats.main_line_headings(json.loads(path.read_text())["cells"])
+             if not h.lower().startswith("## appendix")]
+    assert heads[-2:] == ["## Exercises for this lesson", "## References"], heads[-3:]
+
+
+@pytest.mark.parametrize("path", LESSONS + [START], ids=ids(LESSONS + [START]))
+def test_relative_links_resolve(path):
+    for text in markdown_cells(path):
+        for target in LINK.findall(text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            assert (path.parent / target.split("#")[0]).exists(), f"{path.name}: broken link {target}"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_exercises_section_links_exercise_notebooks(path):
+    cells = json.loads(path.read_text())["cells"]
+    text = "\n".join(markdown_cells(path))
+    section = text.split("## Exercises for this lesson", 1)[-1].split("## References", 1)[0]
+    assert any(t.startswith("../../exercises/") for t in LINK.findall(section)), "no exercise linked"
+    assert cells
+
+
+def test_start_page_leads_to_every_lesson_and_exercise():
+    assert START.exists(), "notebooks/00_start_here.ipynb is the page `make lab` opens"
+    cells = json.loads(START.read_text())["cells"]
+    assert all(c["cell_type"] == "markdown" for c in cells), "the start page is prose only (nbval does not run it)"
+    targets = {(START.parent / t.split("#")[0]).resolve() for t in LINK.findall("\n".join(markdown_cells(START)))}
+    for nb in LESSONS + sorted(ROOT.glob("exercises/*/*.ipynb")):
+        assert nb.resolve() in targets, f"the start page does not link {nb.relative_to(ROOT)}"
