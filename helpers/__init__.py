@@ -15,7 +15,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 from .anatomy import (GPTActivations, ParamBytes, bytes_per_param, gpt_activation_bytes,  # noqa: E402
                       linear_stack_activation_bytes, persistent_bytes)
-from .checks import ClaimFailed, check, skip  # noqa: E402
+from .checks import ClaimFailed, WrongAnswer, answer_digest, check, check_answer, skip  # noqa: E402
 from .device import describe, has_gpu, jax_backend, profile, sized, torch_device  # noqa: E402
 from .timing import Benchmark, Timings, synchronize, time_together  # noqa: E402
 from .units import fmt_bytes, fmt_ratio, fmt_timed  # noqa: E402

@@ -1,7 +1,9 @@
-"""Assert the lessons: every claim a notebook makes in prose is checked where it is made."""
+"""Assert the lessons: every claim a notebook makes in prose is checked where it is made; and check an
+exercise's answer without showing it (check_answer compares a salted hash)."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 
 
@@ -49,3 +51,48 @@ def skip(name: str, why: str) -> None:
     if not why:
         raise ValueError(f"skip({name!r}) needs a reason: say why the claim cannot be checked here")
     print(f"check skipped: {name} ({why})")
+
+
+class WrongAnswer(AssertionError):
+    """An exercise's answer is not the expected one (yet)."""
+
+
+def _canonical(value: object) -> str:
+    """A text form of an answer that does not depend on its type's details: 2048 and 2048.0 read the
+    same, other floats keep 6 significant digits, lists and tuples read alike, sets and dicts sorted."""
+    if getattr(value, "shape", None) == () and hasattr(value, "item"):
+        value = value.item()  # a 0-d numpy, torch or JAX value
+    if value is None or isinstance(value, (bool, str)):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 2**53 else format(value, ".6g")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_canonical(v) for v in value) + "]"
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(_canonical(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(sorted(f"{_canonical(k)}: {_canonical(v)}" for k, v in value.items())) + "}"
+    raise TypeError(f"an answer must be a number, bool, string or None, or a list, tuple, set or dict of "
+                    f"them; got {type(value).__name__}: convert it first (e.g. int(x), x.item(), list(x))")
+
+
+def answer_digest(name: str, value: object) -> str:
+    """The salted hash of an answer that check_answer(name, ...) compares with (for writing a check)."""
+    return hashlib.sha256(f"memory-course|{name}|{_canonical(value)}".encode()).hexdigest()[:16]
+
+
+def check_answer(name: str, value: object, digest: str, hint: str = "") -> None:
+    """Raise WrongAnswer(name, hint) unless answer_digest(name, value) is digest, else print one line.
+
+    The expected answer appears only as its hash salted with `name`, so a student can check an answer
+    without reading it. Round a float to the precision the question asks for before passing it."""
+    if not name or not digest:
+        raise ValueError("check_answer needs the answer's name and its digest: "
+                         "digest = hp.answer_digest(name, expected_value)")
+    if answer_digest(name, value) != digest:
+        shown = _canonical(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise WrongAnswer(f"{name}: {shown} is not the expected answer yet" + (f". Hint: {hint}" if hint else ""))
+    print(f"check passed: {name}")

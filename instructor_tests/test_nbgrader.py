@@ -1,16 +1,17 @@
 """The solutions as an nbgrader course, with real nbgrader and a real sqlite gradebook.
 
 One course is built in a temporary folder from course/nbgrader_config.py and copies of the solution
-notebooks (annotated by tools/nbgrader_metadata.py while the committed ones have no metadata), then
-nbgrader's own command line runs in it, as an instructor would run it: generate_assignment (every
-release must be the notebook `make exercises` writes); three students hand in the solution, the
+notebooks with their committed metadata, then nbgrader's own command line runs in it, as an
+instructor would run it: generate_assignment (every release must be, byte for byte, the notebook
+`make exercises` writes); three students hand in the solution, the
 released notebook unchanged, and the released notebook with only its first part solved; autograde
 gives full marks, 0 without a crash, and partial marks; generate_feedback writes their HTML.
 
 By default three short assignments are graded (one common/, one pytorch/, one jax/):
 NBGRADER_ASSIGNMENTS=all grades all twenty, NBGRADER_ASSIGNMENTS=ex08,ex02-jax a selection. The
 module shares one course, so run it in one process (pytest-xdist's loadscope does).
-nbgrader belongs to the test extra: without it this module fails to import (it does not skip).
+nbgrader comes with the `instructor` extra, which `make nbgrader-test` installs: without it this
+module fails to import (it does not skip).
 """
 
 import importlib.util
@@ -77,7 +78,7 @@ def _nbgrader(course: Path, *args: str) -> str:
 
 def build_course(tmp_path: Path, *assignments: str) -> tuple[Path, list[Path]]:
     """A course folder with the config of course/ and copies of the assignments' solution notebooks,
-    annotated by tools/nbgrader_metadata.py unless their committed metadata is already there."""
+    whose committed nbgrader metadata must be current."""
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy(COURSE / "nbgrader_config.py", course)
@@ -87,25 +88,20 @@ def build_course(tmp_path: Path, *assignments: str) -> tuple[Path, list[Path]]:
         source = course / "source" / assignment / solution.name
         source.parent.mkdir(parents=True)
         shutil.copy(solution, source)
-        if not _has_metadata(solution):
-            changed, problems = nm.run([source])
-            assert problems == [] and changed == [source]
-        assert nm.run([source], check=True) == ([], [])
+        assert nm.run([source], check=True) == ([], []), f"run: python tools/nbgrader_metadata.py {solution}"
         sources.append(source)
     return course, sources
 
 
 def assert_release_is_the_exercise(course: Path, assignment: str, source: Path) -> None:
     """release/ and `make exercises` are the same student notebook: the same cells with the same
-    sources, no outputs. nbgrader adds lock flags and checksums; once make_exercises.py adds them
-    too (add_release_metadata), the two are the same file byte for byte."""
+    sources, no outputs, the same lock flags and checksums; in the end the same file byte for byte."""
     released = (course / "release" / assignment / source.name).read_text()
     release = nbformat.reads(released, as_version=4)
     exercise = mx.exercise_of(nbformat.read(source, as_version=4), source.name)
     assert _cells_without_nbgrader(release) == _cells_without_nbgrader(exercise), assignment
     assert release.metadata == exercise.metadata, assignment
-    if hasattr(mx, "add_release_metadata"):
-        assert nbformat.writes(exercise) + "\n" == released, assignment
+    assert nbformat.writes(exercise) + "\n" == released, assignment
 
 
 def _cells_without_nbgrader(nb: nbformat.NotebookNode) -> list[dict]:
@@ -233,9 +229,7 @@ def test_course_source_links_every_solution_notebook():
 
 
 def test_committed_metadata_is_current():
-    with_metadata = [p for p in SOLUTIONS if _has_metadata(p)]
-    if not with_metadata:
-        pytest.skip("solutions/ carries no nbgrader metadata yet: run python tools/nbgrader_metadata.py")
+    assert all(_has_metadata(p) for p in SOLUTIONS), "run: python tools/nbgrader_metadata.py"
     assert nm.run([ROOT / "solutions"], check=True)[1] == []
 
 
@@ -249,18 +243,23 @@ def copies(tmp_path):
 
 
 def test_annotation_changes_metadata_only_and_is_idempotent(copies):
-    before = {p: json.loads(p.read_text()) for p in nm.notebooks([copies])}
+    # Take the metadata out of the copies: annotating them must restore the committed files exactly.
+    before = {}
+    for path in nm.notebooks([copies]):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            cell["metadata"].pop("nbgrader", None)
+        path.write_text(nm.dumps(nb))
+        before[path] = nb
     changed, problems = nm.run([copies])
-    assert problems == []
+    assert problems == [] and sorted(changed) == sorted(before)
     assert nm.run([copies]) == ([], []) and nm.run([copies], check=True) == ([], [])
     for path, old in before.items():
+        assert path.read_text() == (ROOT / "solutions" / path.relative_to(copies)).read_text()
         new = json.loads(path.read_text())
-        assert path.read_text() == nm.dumps(new)  # nbformat's layout, so the diff is the metadata
-        for cell in new["cells"] + old["cells"]:
+        for cell in new["cells"]:
             cell["metadata"].pop("nbgrader", None)
         assert new == old, f"{path.name}: something besides metadata.nbgrader changed"
-    without = {p for p in before if not _has_metadata(ROOT / "solutions" / p.relative_to(copies))}
-    assert without <= set(changed)
 
 
 def test_every_notebook_passes_the_validator_and_nbgraders_schema(copies):
@@ -282,11 +281,14 @@ def _tiny(cells: list[tuple[str, str]]) -> dict:
     return json.loads(nbformat.writes(nb))
 
 
-TINY = [("md", "# Exercise 9 · Tiny"), ("code", "import math"), ("md", "## Part 1"),
-        ("code", "### BEGIN SOLUTION\nanswer = 2\n### END SOLUTION"), ("code", "assert answer == 2"),
+TINY = [("md", "# Exercise 9 · Tiny\n\n*About 5 minutes · 5 points (3 autograded, 2 graded by hand)*\n\n"
+               "1. Say two. (3 points)\n2. Write a function\n   that returns three. (2 points)"),
+        ("code", "import math"), ("md", "## Part 1"),
+        ("code", "### BEGIN SOLUTION\nanswer = 2\n### END SOLUTION"), ("code", "assert answer == 2, 'part 1: two'"),
         ("md", "**Answer.**\n### BEGIN SOLUTION\nTwo.\n### END SOLUTION"),
         ("md", "## Part 2"), ("code", "def f():\n    ### BEGIN SOLUTION\n    return 3\n    ### END SOLUTION"),
-        ("code", "x = f()"), ("code", "# Checks for part 2 (value)\nassert x == 3\nassert x > 0\nassert x < 4"),
+        ("code", "x = f()"),
+        ("code", "# Checks for part 2 (value)\nassert x == 3, 'part 2'\nassert x > 0, 'part 2'\nassert x < 4, 'part 2'"),
         ("code", "hp.check('a claim', math.pi > 3)")]
 
 
@@ -326,6 +328,28 @@ def test_the_validator_names_what_is_wrong():
                      "cell 7: '### BEGIN SOLUTION' is never closed",
                      "cell 6: 'Answer between `### BEGIN SOLUTION` and `### END SOLUTION`.' is not a marker"):
         assert expected in problems
+
+
+def test_the_validator_wants_points_in_the_question_and_messages_in_asserts():
+    nb = _tiny(TINY)
+    nb["cells"][0]["source"] = "# Exercise 9 · Tiny\n\n*About 5 minutes · 6 points (4 autograded, 2 graded by hand)*\n\n" \
+                               "1. Say two. (2 points)\n2. Write a function."
+    nb["cells"][9]["source"] = "# Checks for part 2 (value)\nassert x == 3\nassert x > 0, 'part 2'"
+    problems = "\n".join(nm.validate(nb, "tiny"))
+    for expected in ("cell 0: item 1 of the question should end with '(3 points)', not '(2 points)'",
+                     "cell 0: item 2 of the question should end with '(1 point)' (the metadata's count)",
+                     "the first cell should carry the line '*About 5 minutes · 4 points (2 autograded, 2 graded by "
+                     "hand)*' (with the minutes a student needs), not '*About 5 minutes · 6 points",
+                     "cell 9: line 2 is an assert without a message"):
+        assert expected in problems
+    assert "line 3" not in problems
+
+
+def test_check_answer_calls_make_a_check_cell_and_count_as_assertions():
+    cells = _tiny(TINY[:3] + [("code", "### BEGIN SOLUTION\nanswer = 2\n### END SOLUTION"),
+                             ("code", "hp.check_answer('part 1: answer', answer, 'ab12')\nhp.check_answer('x', 1, 'cd34')\n"
+                                      "assert answer > 0, 'part 1'")])["cells"]
+    assert [(r.role, r.points) for r in nm.roles(cells, "ex09")][-1] == ("check", 2)
 
 
 def test_check_mode_reports_missing_and_stale_metadata(tmp_path):

@@ -97,6 +97,41 @@ def test_skip_says_why_and_needs_a_reason(capsys):
         hp.skip("bf16 speedup", "")
 
 
+def test_check_answer_passes_the_answer_whatever_its_type(capsys):
+    import numpy as np
+    import torch
+
+    digest = hp.answer_digest("part 2: switch batch", 2048)
+    for value in (2048, 2048.0, np.int64(2048), np.float32(2048), torch.tensor(2048)):
+        hp.check_answer("part 2: switch batch", value, digest)
+    assert capsys.readouterr().out == "check passed: part 2: switch batch\n" * 5
+
+
+def test_check_answer_names_the_part_and_gives_the_hint_but_not_the_answer():
+    digest = hp.answer_digest("part 2: (a, w)", (2_097_152, 16_777_216))
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: \(a, w\): \[2097152, 4\] is not the expected answer "
+                       r"yet\. Hint: w is one weight matrix$") as err:
+        hp.check_answer("part 2: (a, w)", (2_097_152, 4), digest, hint="w is one weight matrix")
+    assert isinstance(err.value, AssertionError) and "16777216" not in str(err.value)
+
+
+def test_answer_digests_are_salted_with_the_name_and_ignore_container_details():
+    assert hp.answer_digest("part 1", 3) != hp.answer_digest("part 2", 3)
+    assert hp.answer_digest("p", (1, 2)) == hp.answer_digest("p", [1, 2])
+    assert hp.answer_digest("p", {"b": 2, "a": {3, 1}}) == hp.answer_digest("p", {"a": {1, 3}, "b": 2})
+    assert hp.answer_digest("p", 1 / 3) == hp.answer_digest("p", 0.3333333) != hp.answer_digest("p", 0.3333)
+    assert hp.answer_digest("p", True) != hp.answer_digest("p", 1) and hp.answer_digest("p", "1") != hp.answer_digest("p", 1)
+
+
+def test_check_answer_refuses_what_it_cannot_compare():
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"got ndarray: convert it first"):
+        hp.answer_digest("p", np.array([1, 2]))
+    with pytest.raises(ValueError, match="needs the answer's name and its digest"):
+        hp.check_answer("p", 1, "")
+
+
 def test_formatters():
     assert hp.fmt_bytes(402_849_792) == "402.8 MB"
     assert hp.fmt_bytes(27_935_700_000) == "27.94 GB"

@@ -1,9 +1,11 @@
 """exercises/ is generated from solutions/: stubs replace solutions, edits are never overwritten
-silently, the committed exercises are up to date, and each one runs until its first stub."""
+silently, the committed exercises are up to date (with nbgrader's release metadata, as nbgrader would
+write it), each one runs until its first stub, and the solutions carry current nbgrader metadata."""
 
 import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import nbformat
@@ -15,12 +17,59 @@ ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
 mx = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mx)
+nm_spec = importlib.util.spec_from_file_location("nbgrader_metadata", ROOT / "tools" / "nbgrader_metadata.py")
+nm = importlib.util.module_from_spec(nm_spec)
+sys.modules.setdefault("nbgrader_metadata", nm)  # its dataclasses look their module up there
+nm_spec.loader.exec_module(nm)
 
 
 def test_code_regions_become_stubs_at_their_indentation():
     src = "x = 1\ndef f():\n    ### BEGIN SOLUTION\n    return 2\n    ### END SOLUTION\nprint(f())"
     assert mx.strip_solutions(src, mx.CODE_STUB, "t") == (
         "x = 1\ndef f():\n    # YOUR CODE HERE\n    raise NotImplementedError()\nprint(f())")
+
+
+def test_a_trailing_newline_survives_as_nbgrader_keeps_it():
+    src = "x = f()\n### BEGIN SOLUTION\ny = 1\n### END SOLUTION\n"
+    assert mx.strip_solutions(src, mx.CODE_STUB, "t") == "x = f()\n# YOUR CODE HERE\nraise NotImplementedError()\n"
+
+
+def _meta(grade_id: str, *, solution=False, grade=False, locked=False, points=None) -> dict:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
+            "task": False}
+    return {"nbgrader": meta | ({"points": points} if grade else {})}
+
+
+def test_release_metadata_is_what_nbgrader_writes():
+    # The checksums are nbgrader 0.9.6's own (nbgrader.utils.compute_checksum of the same cells).
+    cells = [
+        (nbformat.v4.new_code_cell("# YOUR CODE HERE\nraise NotImplementedError()",
+                                   metadata=_meta("ex-part1-solution", solution=True)),
+         {"deletable": False}, "628b0095adba456659994417dab1cedf"),
+        (nbformat.v4.new_code_cell("assert answer == 2, 'part 1'",
+                                   metadata=_meta("ex-part1-check", grade=True, locked=True, points=1)),
+         {"deletable": False, "editable": False}, "32dc1dfd1f161ea1192f52b64011be7f"),
+        (nbformat.v4.new_markdown_cell("**Answer.**\nYOUR ANSWER HERE",
+                                       metadata=_meta("ex-part1-answer", solution=True, grade=True, points=2)),
+         {"deletable": False}, "bf025d2fa50e1bb45d02f5b24bb42848"),
+        (nbformat.v4.new_markdown_cell("# Exercise", metadata=_meta("ex-intro-text", locked=True)),
+         {"deletable": False, "editable": False}, "abf897370ff5b2ad28073145b3b49545"),
+    ]
+    for cell, flags, checksum in cells:
+        mx.add_release_metadata(cell)
+        assert {k: cell.metadata[k] for k in ("deletable", "editable") if k in cell.metadata} == flags
+        assert cell.metadata.nbgrader["checksum"] == checksum
+        assert cell.metadata.nbgrader["cell_type"] == cell.cell_type
+    plain = nbformat.v4.new_code_cell("x = 1")
+    mx.add_release_metadata(plain)
+    assert plain.metadata == {}
+
+
+def test_solutions_carry_current_nbgrader_metadata():
+    # What `python tools/nbgrader_metadata.py --check` says: every solution region in a solution cell,
+    # every check cell graded, ids unique, points stated in the question, every assert with a message.
+    changed, problems = nm.run([ROOT / "solutions"], check=True)
+    assert changed == [] and problems == [], "\n".join(problems)
 
 
 def test_markdown_regions_become_answer_prompts():

@@ -1,8 +1,10 @@
 """Generate the student notebooks in exercises/ from the solution notebooks in solutions/.
 
 Each region between `### BEGIN SOLUTION` and `### END SOLUTION` becomes nbgrader's stub
-(`# YOUR CODE HERE` + `raise NotImplementedError()` in code, `YOUR ANSWER HERE` in markdown) and all
-outputs are cleared, so solutions/ can also be fed to nbgrader unchanged.
+(`# YOUR CODE HERE` + `raise NotImplementedError()` in code, `YOUR ANSWER HERE` in markdown), all
+outputs are cleared, and cells with nbgrader metadata get the lock flags and checksums that nbgrader's
+generate_assignment adds (add_release_metadata), so an exercise notebook is byte for byte what
+`nbgrader generate_assignment` releases from course/ (instructor_tests/test_nbgrader.py checks it).
 
 exercises/.generated.json records a hash of every notebook this script wrote. An exercise notebook
 whose content no longer matches that hash was edited by someone, and is never overwritten unless
@@ -31,7 +33,7 @@ def strip_solutions(source: str, stub: list[str], where: str) -> str:
     """Replace every BEGIN/END SOLUTION region of a cell's source by the stub, keeping indentation."""
     out: list[str] = []
     inside = False
-    for line in source.splitlines():
+    for line in source.split("\n"):  # as nbgrader splits: a trailing newline survives
         if line.strip() == BEGIN:
             if inside:
                 raise ValueError(f"{where}: '{BEGIN}' inside another solution region")
@@ -49,8 +51,41 @@ def strip_solutions(source: str, stub: list[str], where: str) -> str:
     return "\n".join(out)
 
 
+def checksum(cell: nbformat.NotebookNode) -> str:
+    """nbgrader 0.9's checksum of a cell (nbgrader.utils.compute_checksum): autograding compares it with
+    the submitted cell to find edited tests and read-only cells."""
+    meta = cell.metadata.nbgrader
+    grade, solution = bool(meta.get("grade", False)), bool(meta.get("solution", False))
+    locked = not solution and (grade or bool(meta.get("locked", False)))
+    m = hashlib.md5()
+    for part in (cell.source, cell.cell_type, str(grade), str(solution), str(locked), meta["grade_id"]):
+        m.update(part.encode("utf-8"))
+    if grade:
+        m.update(str(float(meta["points"])).encode("utf-8"))
+    return m.hexdigest()
+
+
+def add_release_metadata(cell: nbformat.NotebookNode) -> None:
+    """What nbgrader's LockCells and ComputeChecksums add to a released cell: solution cells cannot be
+    deleted, tests and read-only cells can be neither deleted nor edited, and every nbgrader cell
+    carries the checksum of its released source. Cells without nbgrader metadata are left alone."""
+    meta = cell.metadata.get("nbgrader")
+    if meta is None:
+        return
+    grade, solution = meta.get("grade", False), meta.get("solution", False)
+    if solution:
+        cell.metadata["deletable"] = False
+    elif grade or meta.get("locked", False):
+        cell.metadata["deletable"] = False
+        cell.metadata["editable"] = False
+    if grade or solution or meta.get("locked", False):
+        meta["checksum"] = checksum(cell)
+        meta["cell_type"] = cell.cell_type
+
+
 def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
-    """The student version of a solution notebook: stubs instead of solutions, no outputs."""
+    """The student version of a solution notebook: stubs instead of solutions, no outputs, and
+    nbgrader's release metadata on the cells that have nbgrader metadata."""
     nb = nbformat.reads(nbformat.writes(solution), as_version=4)  # a deep copy
     regions = 0
     for i, cell in enumerate(nb.cells):
@@ -59,7 +94,10 @@ def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebook
         cell.source = strip_solutions(cell.source, stub, f"{name}, cell {i}")
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            cell.metadata.pop("execution", None)
+            for key in ("execution", "collapsed", "scrolled"):
+                cell.metadata.pop(key, None)
+        add_release_metadata(cell)
+    nb.metadata.pop("celltoolbar", None)  # as nbgrader's ClearSolutions does
     if regions == 0:
         raise ValueError(f"{name} has no '{BEGIN}' region: nothing for a student to do")
     return nb

@@ -10,20 +10,26 @@ Every cell gets a role, from its place in the notebook and its source alone:
   `YOUR ANSWER HERE` is scored 0 by nbgrader without a grader). `solution: true, grade: true`.
 - **check**: a visible check cell, graded automatically (`grade: true, locked: true, points`). A code
   cell is a check if its first line is `# Checks for part N ...`, or if it comes after a solution
-  region, contains an `assert` statement and reads a name that a solution region defines (directly or
-  through the cells in between). Cells that only `hp.check` a measurement claim (timings, GPU-only
-  claims) are not graded: they are the lesson's claims, not tests of the student's work.
+  region, contains an `assert` statement or an `hp.check_answer` call and reads a name that a solution
+  region defines (directly or through the cells in between). Cells that only `hp.check` a measurement
+  claim (timings, GPU-only claims) are not graded: they are the lesson's claims, not tests of the
+  student's work.
 - **text** / **code**: everything else (the question, the set-up, scaffolding, claims): read-only
   (`locked: true`), so autograding restores them and a grade depends on the solution cells only.
 
-Points of a check cell: 1 for up to 2 assertions (`assert` statements and `check(...)` calls), 2 for
-3 to 5, 3 for 6 or more. grade_id: `<exercise>-<part>-<role>[-<qualifier>][-<n>]`, e.g.
-`ex08-part2-check`, `ex04-part3-check-exact-counts`, `ex01-intro-text`; the part comes from the last
-`## Part N` heading (`intro` before the first heading, a slug for other `##` headings) or from a
-`# Checks for part N` comment; `n` counts cells of the same part and role.
+Points of a check cell: 1 for up to 2 assertions (`assert` statements, `check(...)` and
+`check_answer(...)` calls), 2 for 3 to 5, 3 for 6 or more. grade_id:
+`<exercise>-<part>-<role>[-<qualifier>][-<n>]`, e.g. `ex08-part2-check`, `ex04-part3-check-exact-counts`,
+`ex01-intro-text`; the part comes from the last `## Part N` heading (`intro` before the first heading,
+a slug for other `##` headings) or from a `# Checks for part N` comment; `n` counts cells of the same
+part and role.
 
 The tool writes only `metadata.nbgrader` of cells, in nbformat's own JSON layout, and only when
-something changes, so a diff shows metadata and nothing else. It never touches sources or outputs.
+something changes, so a diff shows metadata and nothing else. It never touches sources or outputs, but
+it validates what the sources say for a student: in the first cell, the question's item `N. ...` of
+every graded part ends with its points, `(5 points)`, and a line `*About 40 minutes · 12 points (8
+autograded, 4 graded by hand)*` gives the time and the total, as the metadata count them (`--table`
+prints them); every `assert` of a check cell has a message, so a failed check says what is wrong.
 
     python tools/nbgrader_metadata.py [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
     python tools/nbgrader_metadata.py --check                    # exit 1 if missing or stale
@@ -46,6 +52,10 @@ SCHEMA_VERSION = 3
 MANUAL_POINTS = 2
 CHECK_MARKER = re.compile(r"#\s*Checks?\s+for\s+part\s+(\d+)\b\s*(?:[(,:]\s*(.*?)\)?\s*)?$", re.I)
 PART_HEADING = re.compile(r"##\s+Part\s+(\d+)\b", re.I)
+QUESTION_ITEM = re.compile(r"^(\d+)\.\s(.*?)(?=^\d+\.\s|^\s*$|\Z)", re.M | re.S)
+POINTS = re.compile(r"\((\d+) points?\)")
+SUMMARY = re.compile(r"\*About (\d+) minutes · (\d+) points? \((\d+) autograded, (\d+) graded by hand\)\*")
+TEST_CALLS = ("check", "check_answer")
 HEADING = re.compile(r"##\s+(.*)")
 GRADE_ID = re.compile(r"[A-Za-z0-9_\-]+")
 ROLES = {  # role: (solution, grade, locked)
@@ -119,14 +129,19 @@ def _names(tree: ast.Module) -> tuple[set[str], set[str]]:
     return bound, read
 
 
+def _calls(node: ast.AST, names: tuple[str, ...]) -> bool:
+    """Whether node calls a function of one of these names (hp.check_answer, check_answer, ...)."""
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Attribute) and node.func.attr in names)
+        or (isinstance(node.func, ast.Name) and node.func.id in names))
+
+
 def count_assertions(source: str) -> int:
-    """`assert` statements plus calls of a function named `check` (hp.check, checks.check)."""
+    """`assert` statements plus calls of `check` and `check_answer` (hp.check, hp.check_answer)."""
     tree = _python(source)
     if tree is None:
         return 0
-    return sum(isinstance(n, ast.Assert) or (isinstance(n, ast.Call) and (
-        (isinstance(n.func, ast.Attribute) and n.func.attr == "check")
-        or (isinstance(n.func, ast.Name) and n.func.id == "check"))) for n in ast.walk(tree))
+    return sum(isinstance(n, ast.Assert) or _calls(n, TEST_CALLS) for n in ast.walk(tree))
 
 
 def points_for(n_assertions: int) -> int:
@@ -171,7 +186,7 @@ def roles(cells: list[dict], exercise: str) -> list[Role]:
             role, part = "check", f"part{m[1]}"
             qualifier = slug(m[2]) if m[2] else ""
         elif (kind == "code" and seen_solution and tree is not None and read & tainted
-              and any(isinstance(n, ast.Assert) for n in ast.walk(tree))):
+              and any(isinstance(n, ast.Assert) or _calls(n, ("check_answer",)) for n in ast.walk(tree))):
             role = "check"
         else:
             role = "code" if kind == "code" else "text"
@@ -189,7 +204,8 @@ def roles(cells: list[dict], exercise: str) -> list[Role]:
 def validate(nb: dict, where: str = "notebook") -> list[str]:
     """Problems that would make nbgrader (or its grading) wrong: every solution region in a solution
     cell, every solution cell holding a region, every check cell graded with points, every graded
-    cell with a valid id, ids unique within the notebook, markers balanced."""
+    cell with a valid id, ids unique within the notebook, markers balanced; and what a student would
+    read wrong: the points and time in the first cell, asserts without a message."""
     problems, ids = [], {}
     cells = nb["cells"]
     expected = roles(cells, "x")
@@ -237,6 +253,56 @@ def validate(nb: dict, where: str = "notebook") -> list[str]:
                 ids[gid] = i
     if not any(r.role == "check" for r in expected):
         problems.append(f"{where}: no check cell, so nothing is graded automatically")
+    return problems + _student_text_problems(cells, expected, where)
+
+
+def points_by_part(rs: list[Role]) -> dict[str, tuple[int, int]]:
+    """{part: (autograded points, points graded by hand)} of the graded cells."""
+    out: dict[str, tuple[int, int]] = {}
+    for r in rs:
+        if r.role in ("check", "answer"):
+            part = r.grade_id.split("-")[1]
+            auto, manual = out.get(part, (0, 0))
+            out[part] = (auto + r.points, manual) if r.role == "check" else (auto, manual + r.points)
+    return out
+
+
+def _points(n: int) -> str:
+    return f"{n} point" if n == 1 else f"{n} points"
+
+
+def summary_line(rs: list[Role], minutes: int | str = "N") -> str:
+    """The line the first cell of an exercise carries: its time and points, as the metadata count them."""
+    parts = points_by_part(rs).values()
+    auto, manual = sum(a for a, _ in parts), sum(m for _, m in parts)
+    return f"*About {minutes} minutes · {_points(auto + manual)} ({auto} autograded, {manual} graded by hand)*"
+
+
+def _student_text_problems(cells: list[dict], rs: list[Role], where: str) -> list[str]:
+    """What a student would read wrong: points not stated (or stated wrong), asserts without a message."""
+    problems = []
+    points = points_by_part(rs)
+    question = source_of(cells[0]) if cells else ""
+    stated = {f"part{m[1]}": [int(n) for n in POINTS.findall(m[2])] for m in QUESTION_ITEM.finditer(question)}
+    for i, (cell, r) in enumerate(zip(cells, rs)):
+        src = source_of(cell)
+        if r.role == "check" and (tree := _python(src)) is not None:
+            problems += [f"{where}, cell {i}: line {n.lineno} is an assert without a message; say which part "
+                         "is wrong and give a hint: assert condition, \"part N: ... (hint)\""
+                         for n in ast.walk(tree) if isinstance(n, ast.Assert) and n.msg is None]
+    for part, (auto, manual) in sorted(points.items()):
+        want = auto + manual
+        if part not in stated:
+            problems.append(f"{where}, cell 0: part '{part}' is graded ({want} points) but the question has no "
+                            f"item '{part[4:]}. ...' for it")
+        elif stated[part] != [want]:
+            problems.append(f"{where}, cell 0: item {part[4:]} of the question should end with '({_points(want)})'"
+                            + "".join(f", not '({_points(n)})'" for n in stated[part]) + " (the metadata's count)")
+    m = SUMMARY.search(source_of(cells[0])) if cells else None
+    want = summary_line(rs, m[1] if m else "N")
+    if not m or m[0] != want:
+        problems.append(f"{where}, cell 0: the first cell should carry the line '{want}' (with the "
+                        "minutes a student needs)" + (f", not '{m[0]}'" if m else ""))
     return problems
 
 
