@@ -19,10 +19,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# JupyterLab opens on the start page with its file browser at notebooks/ (root_dir set, so the file
-# does not move the root); it refuses to run as root unless told, and containers often run as root.
+# JupyterLab opens on the start page with its file browser at notebooks/. Its root is the repository
+# (a file argument alone would make notebooks/ the root), so the start page's links to ../exercises/
+# open inside JupyterLab. It refuses to run as root unless told, and containers often run as root.
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks notebooks/00_start_here.ipynb $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/00_start_here.ipynb $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Two pytest-xdist workers; --dist loadscope keeps every notebook's cells in one worker (one kernel).
 XDIST := -n 2 --dist loadscope

@@ -1,8 +1,9 @@
 """JupyterLab as `make lab` starts it, in headless Chromium: open the first lesson in both frameworks,
 Run All from the menu, wait for the kernel to be idle, and check that no cell shows an error and that
-every figure rendered. JupyterLab works on a copy of notebooks/ in a temporary folder, so the
-committed notebooks cannot be modified (autosave is off too, nothing is saved, and the test checks
-that notebooks/ is unchanged, with no .ipynb_checkpoints left behind)."""
+every figure rendered; and open the start page, whose links lead to the exercises. JupyterLab works
+on a copy of notebooks/ and exercises/ in a temporary folder, so the committed notebooks cannot be
+modified (autosave is off too, nothing is saved, and the test checks that the copies are unchanged,
+with no .ipynb_checkpoints left behind in the repository)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from playwright.sync_api import expect
 
 from conftest import ROOT, SCREENSHOTS, free_port, watched
 
-NOTEBOOKS = ["pytorch/01_memory_anatomy.ipynb", "jax/01_memory_anatomy.ipynb"]
+NOTEBOOKS = ["pytorch/01_memory_anatomy.ipynb", "jax/01_memory_anatomy.ipynb"]  # under notebooks/
+COPIED = ["notebooks", "exercises"]  # what JupyterLab serves: the lessons and the exercises they link
 RUN_TIMEOUT_S = 480  # per notebook; README: 11 s and 12 s on an idle 2-core machine, far more on a loaded one
 # what a reader's first start of JupyterLab would otherwise do: autosave (which would write the
 # committed notebooks), virtualized notebooks (cells out of view not in the page), news from the web
@@ -51,13 +53,14 @@ def tree(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def lab():
-    """JupyterLab started by `make lab`'s command, in a copy of the repository's notebooks/ (so that
-    nothing it does can touch the committed files), on a free port with a known token, with
+    """JupyterLab started by `make lab`'s command, in a copy of the repository's notebooks/ and
+    exercises/ (so that nothing it does can touch the committed files), on a free port with a known token, with
     COURSE_PROFILE=cpu and no GPU. The kernel imports the helpers from the repository (the venv has
     them installed in editable mode)."""
     home = Path(tempfile.mkdtemp(prefix="lab-test-"))
-    repo_checkpoints = set((ROOT / "notebooks").rglob(".ipynb_checkpoints"))
-    shutil.copytree(ROOT / "notebooks", home / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    repo_checkpoints = {p for folder in COPIED for p in (ROOT / folder).rglob(".ipynb_checkpoints")}
+    for folder in COPIED:
+        shutil.copytree(ROOT / folder, home / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for name, value in SETTINGS.items():
         path = home / "settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +69,7 @@ def lab():
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"))
     port, token = free_port(), secrets.token_hex(16)
-    before = tree(home / "notebooks")
+    before = {folder: tree(home / folder) for folder in COPIED}
     cmd = lab_command()
     if not Path(cmd[0]).is_absolute() and (ROOT / cmd[0]).exists():
         cmd[0] = str(ROOT / cmd[0])  # .venv/bin/jupyter, run from the copy
@@ -88,7 +91,8 @@ def lab():
                 pytest.fail(f"JupyterLab did not start ({' '.join(cmd)}):\n{(home / 'server.log').read_text()}")
             time.sleep(0.5)
         yield base, token, home / "notebooks"
-        saved = {k for k, v in tree(home / "notebooks").items() if ".ipynb_checkpoints" not in k and before.get(k) != v}
+        saved = {f"{folder}/{k}" for folder in COPIED for k, v in tree(home / folder).items()
+                 if ".ipynb_checkpoints" not in k and before[folder].get(k) != v}
         assert not saved, f"JupyterLab saved {sorted(saved)}: it must close without saving"
     finally:
         server.terminate()
@@ -100,7 +104,7 @@ def lab():
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(home / "server.log", SCREENSHOTS / "lab-server.log")  # for a failure's post-mortem
         shutil.rmtree(home, ignore_errors=True)
-    new = set((ROOT / "notebooks").rglob(".ipynb_checkpoints")) - repo_checkpoints
+    new = {p for folder in COPIED for p in (ROOT / folder).rglob(".ipynb_checkpoints")} - repo_checkpoints
     assert not new, f"checkpoints appeared in the repository: {sorted(map(str, new))}"
 
 
@@ -124,7 +128,7 @@ def test_run_all_in_jupyterlab(browser, lab, screenshots, nb):
     context.set_default_timeout(120_000)  # a loaded 2-core machine is slow to draw JupyterLab
     watch = watched(context)
     page = context.new_page()
-    page.goto(f"{base}/lab/tree/{nb}?reset&token={token}")
+    page.goto(f"{base}/lab/tree/notebooks/{nb}?reset&token={token}")
     notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
     expect(notebook).to_be_visible(timeout=120_000)
     idle = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']")
@@ -186,3 +190,31 @@ def test_run_all_in_jupyterlab(browser, lab, screenshots, nb):
     assert len(sizes) == committed_figures(copy / nb), f"{nb}: {len(sizes)} figures, committed {committed_figures(copy / nb)}"
     assert all(w > 0 and bw > 0 and bh > 0 for w, bw, bh in sizes), f"{nb}: empty figures {sizes}"
     assert not watch.problems(), f"{nb}:\n" + "\n".join(watch.problems())
+
+
+def test_start_page_opens_the_exercises(browser, lab, screenshots):
+    """The page `make lab` opens: the lesson table renders, the file browser shows notebooks/, and a
+    link to an exercise (../exercises/...) opens that notebook inside JupyterLab."""
+    base, token, _ = lab
+    opens = [a for a in lab_command() if a.endswith(".ipynb")]
+    assert opens == ["notebooks/00_start_here.ipynb"], f"make lab should open the start page, opens {opens}"
+    start = opens[0]
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(120_000)
+    watch = watched(context)
+    page = context.new_page()
+    page.goto(f"{base}/lab/tree/{start}?reset&token={token}")
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    expect(panel.locator("h1", has_text="start here")).to_be_visible(timeout=120_000)
+    expect(page.locator(".jp-BreadCrumbs")).to_contain_text("notebooks")
+    target = panel.locator("a[href*='ex08_optimizer_step_memory.ipynb']")
+    expect(target).to_have_count(1)
+    target.click()
+    opened = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    expect(opened.locator("h1", has_text="Exercise 8")).to_be_visible(timeout=120_000)
+    expect(page.locator(".lm-TabBar-tab.lm-mod-current", has_text="ex08_optimizer_step_memory")).to_have_count(1)
+    page.screenshot(path=screenshots / "lab-start-page-exercise-link.png")
+    context.close()
+    for session in api(base, token, "/api/sessions"):
+        api(base, token, f"/api/sessions/{session['id']}", "DELETE")
+    assert not watch.problems(), "\n".join(watch.problems())
