@@ -115,6 +115,12 @@ def api(base: str, token: str, path: str, method: str = "GET"):
     return json.loads(body) if body else None
 
 
+def shut_down_kernels(base: str, token: str) -> None:
+    """End every kernel session the page started, without saving anything."""
+    for session in api(base, token, "/api/sessions"):
+        api(base, token, f"/api/sessions/{session['id']}", "DELETE")
+
+
 def committed_figures(path: Path) -> int:
     """The figures (PNG outputs) a committed notebook holds."""
     cells = json.loads(path.read_text())["cells"]
@@ -182,8 +188,7 @@ def test_run_all_in_jupyterlab(browser, lab, screenshots, nb):
         images.first.scroll_into_view_if_needed()
     page.screenshot(path=screenshots / f"lab-{nb.replace('/', '-').removesuffix('.ipynb')}.png")
     context.close()
-    for session in api(base, token, "/api/sessions"):  # close without saving: shut the kernel down
-        api(base, token, f"/api/sessions/{session['id']}", "DELETE")
+    shut_down_kernels(base, token)  # close without saving
     print(f"{nb}: Run All took {elapsed:.0f} s; {n_code} code cells, {len(sizes)} figures")
     assert not error_text, f"{nb}: cells with errors or warnings:\n" + "\n---\n".join(error_text)
     assert not not_run, f"{nb}: {not_run} code cells did not run"
@@ -193,7 +198,7 @@ def test_run_all_in_jupyterlab(browser, lab, screenshots, nb):
 
 
 def test_start_page_opens_the_exercises(browser, lab, screenshots):
-    """The page `make lab` opens: the lesson table renders, the file browser shows notebooks/, and a
+    """The page `make lab` opens: it renders, the file browser shows notebooks/, and a
     link to an exercise (../exercises/...) opens that notebook inside JupyterLab."""
     base, token, _ = lab
     opens = [a for a in lab_command() if a.endswith(".ipynb")]
@@ -215,6 +220,5 @@ def test_start_page_opens_the_exercises(browser, lab, screenshots):
     expect(page.locator(".lm-TabBar-tab.lm-mod-current", has_text="ex08_optimizer_step_memory")).to_have_count(1)
     page.screenshot(path=screenshots / "lab-start-page-exercise-link.png")
     context.close()
-    for session in api(base, token, "/api/sessions"):
-        api(base, token, f"/api/sessions/{session['id']}", "DELETE")
+    shut_down_kernels(base, token)
     assert not watch.problems(), "\n".join(watch.problems())
