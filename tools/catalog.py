@@ -10,6 +10,7 @@ is stale or an entry disagrees with its notebook.
     python -m tools.catalog write   # regenerate the tables in README.md and the start page
     python -m tools.catalog check   # exit 1 if one is stale
     python -m tools.catalog order   # every lesson and solution notebook, slowest first (the Makefile's)
+    python -m tools.catalog order --with-tests   # the same with the test files among them (make test)
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ HEADER = """\
 # cpu_s:    seconds per notebook of `make outputs` at the cpu profile, written by tools/execute.py
 # gpu_s:    seconds per notebook of a real `make gpu-check` at the gpu profile (ARGS=--record);
 #           absent until measured, never an estimate
+# [make_test] slow_tests: seconds of the slowest test files in `make test` (pytest --durations=0,
+#           2 workers), so that tools/catalog.py can start them among the longest notebooks
 """
 FIELDS = {"lesson": ("id", "order", "title", "summary", "cpu_s", "gpu_s"),
           "exercise": ("id", "number", "order", "after_lesson", "title", "finds", "counterpart", "points",
@@ -73,9 +76,13 @@ def load(path: Path = CATALOG) -> dict:
     return data
 
 
+def _key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
 def _value(v) -> str:
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + " }"
     if isinstance(v, float):
         return f"{v:g}"
     return json.dumps(v, ensure_ascii=False) if isinstance(v, str) else str(v)
@@ -88,6 +95,8 @@ def dump(data: dict, path: Path = CATALOG) -> None:
         for entry in data.get(kind, []):
             lines = [f"[[{kind}]]"] + [f"{k} = {_value(entry[k])}" for k in fields if entry.get(k) not in (None, {})]
             parts.append("\n".join(lines) + "\n")
+    if data.get("make_test"):
+        parts.append("[make_test]\n" + "\n".join(f"{k} = {_value(v)}" for k, v in data["make_test"].items()) + "\n")
     path.write_text("\n".join(parts))
 
 
@@ -189,11 +198,17 @@ def start_exercises(data: dict) -> str:
     return "\n\n".join(blocks)
 
 
-def order(data: dict | None = None) -> list[str]:
-    """Every lesson and solution notebook, slowest first by CPU run time (unknown last, by path):
-    pytest-xdist workers take notebooks in command-line order, so the long ones start first."""
-    nbs = notebooks(data)
-    return [n.path for n in sorted(nbs, key=lambda n: (n.cpu_s is None, -(n.cpu_s or 0), n.path))]
+def order(data: dict | None = None, *, with_tests: bool = False, root: Path = course.ROOT) -> list[str]:
+    """Every lesson and solution notebook (and with_tests, every test file), slowest first by the
+    catalog's seconds, the others last by path: pytest-xdist workers take them in command-line order
+    (with --no-loadscope-reorder), so the longest start first and the short ones fill the tail."""
+    data = load() if data is None else data
+    seconds = {n.path: n.cpu_s for n in notebooks(data)}
+    paths = [course.rel(p, root) for p in course.notebooks(root=root)]
+    if with_tests:
+        seconds |= data.get("make_test", {}).get("slow_tests", {})
+        paths += sorted(p.relative_to(root).as_posix() for p in (root / "tests").glob("test_*.py"))
+    return sorted(paths, key=lambda p: (seconds.get(p) is None, -(seconds.get(p) or 0), p))
 
 
 def reading_times() -> dict[str, int]:
@@ -255,7 +270,7 @@ def main(argv: list[str]) -> int:
             print(f"{p}: its tables differ from catalog.toml (run: python -m tools.catalog write)", file=sys.stderr)
         return 1 if found else 0
     elif what == "order":
-        print(" ".join(order()))
+        print(" ".join(order(with_tests="--with-tests" in argv)))
     else:
         print(__doc__.split("\n\n")[-1], file=sys.stderr)
         return 2
