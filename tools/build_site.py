@@ -45,7 +45,6 @@ ROOT = course.ROOT
 CONF_DIR = ROOT / "site"
 BUILD = ROOT / "build" / "site"
 SRC, HTML = BUILD / "src", BUILD / "html"
-LAB_URL = "http://localhost:8888/lab/tree/"  # + a path from the repository root, `make lab`'s root_dir
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MD = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
 
@@ -292,7 +291,7 @@ def open_lines(rel: str, run_time: str | None) -> str:
     """How to open one notebook: its path, the raw file, JupyterLab from a clone, its run time."""
     lines = [
         f"- **Notebook**: `{rel}` · {{download}}`raw .ipynb file </_raw/{rel}>`{repo_link(rel)}",
-        f"- **In JupyterLab**, from a clone: `make lab`, then open <{LAB_URL}{rel}>",
+        f"- **In JupyterLab**, from a clone: `make lab`, then open <{course.lab_url(rel)}>",
     ]
     if run_time:
         lines.append(f"- **CPU run time**: {run_time} ([how it was measured](/runtimes.md))")

@@ -31,6 +31,9 @@ SANITIZE = "tests/nbval_sanitize.cfg"
 NBVAL_FLAGS = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", SANITIZE, "--nbval-cell-timeout=600"]
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+# `make lab` roots JupyterLab at the repository (--ServerApp.root_dir=.), so a notebook's address in
+# it is its repository path under lab/tree/.
+LAB_URL = "http://localhost:8888/lab/tree/"
 
 
 def hidden(path: Path, root: Path) -> bool:
@@ -60,6 +63,11 @@ def notebooks(*kinds: str, root: Path = ROOT) -> list[Path]:
 def rel(path: Path, root: Path = ROOT) -> str:
     """A notebook's repository-relative path, with forward slashes."""
     return Path(path).resolve().relative_to(root.resolve()).as_posix()
+
+
+def lab_url(rel_path: str) -> str:
+    """A notebook's address in the JupyterLab that `make lab` starts (default port)."""
+    return LAB_URL + rel_path
 
 
 def source(cell: dict) -> str:
