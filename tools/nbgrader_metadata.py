@@ -31,9 +31,9 @@ every graded part ends with its points, `(5 points)`, and a line `*About 40 minu
 autograded, 4 graded by hand)*` gives the time and the total, as the metadata count them (`--table`
 prints them); every `assert` of a check cell has a message, so a failed check says what is wrong.
 
-    python tools/nbgrader_metadata.py [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
-    python tools/nbgrader_metadata.py --check                    # exit 1 if missing or stale
-    python tools/nbgrader_metadata.py --table                    # points per exercise (markdown)
+    python -m tools.nbgrader_metadata [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
+    python -m tools.nbgrader_metadata --check                    # exit 1 if missing or stale
+    python -m tools.nbgrader_metadata --table                    # points per exercise (markdown)
 """
 
 from __future__ import annotations
