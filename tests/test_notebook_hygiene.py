@@ -286,15 +286,10 @@ def test_the_scan_leaves_labels_and_exact_figures_alone(source):
 # -- The sanitize file masks every figure fmt_timed can print ---------------------------------------
 
 def _sanitize_rules() -> list[tuple[re.Pattern, str]]:
-    """The regex/replace pairs of tests/nbval_sanitize.cfg, in order."""
-    rules, regex = [], None
-    for line in (ROOT / "tests" / "nbval_sanitize.cfg").read_text().splitlines():
-        if line.startswith("regex:"):
-            regex = re.compile(line[len("regex:"):].strip())
-        elif line.startswith("replace:") and regex is not None:
-            rules.append((regex, line[len("replace:"):].strip()))
-            regex = None
-    return rules
+    """The regex/replace pairs of tests/nbval_sanitize.cfg, in order, read by nbval's own parser."""
+    from nbval.plugin import get_sanitize_patterns
+    return [(re.compile(regex), replace) for regex, replace in
+            get_sanitize_patterns((ROOT / course.SANITIZE).read_text())]
 
 
 def _sanitized(text: str) -> str:
