@@ -485,21 +485,28 @@ have the same layout.
 """)
 
     def runtimes(self) -> None:
+        def cell(e: dict, folder: str) -> str:
+            """'16 s', or '16 s (GPU 2.1 s)' once a GPU run has measured the notebook."""
+            cpu, gpu = e["cpu_s"].get(folder), e.get("gpu_s", {}).get(folder)
+            return catalog.fmt_s(cpu) + (f" (GPU {catalog.fmt_s(gpu)})" if gpu is not None else "")
+
         rows = ["| lesson | PyTorch | JAX |", "| --- | --- | --- |"]
         for name in self.lessons:
-            t = {fw: catalog.fmt_s(s) for fw, s in self.lesson_facts[name]["cpu_s"].items()}
-            rows.append(f"| [{name}](lessons/{name}.md) | {t['pytorch']} | {t['jax']} |")
+            e = self.lesson_facts[name]
+            rows.append(f"| [{name}](lessons/{name}.md) | {cell(e, 'pytorch')} | {cell(e, 'jax')} |")
         erows = ["| # | exercise | " + " | ".join(FRAMEWORKS.values()) + " | framework-neutral |",
                  "| --- | --- | --- | --- | --- |"]
         for ex in sorted(self.exercises.values(), key=lambda e: e.number):
-            t = {f: catalog.fmt_s(s) for f, s in self.exercise_facts[ex.number]["cpu_s"].items()}
+            e = self.exercise_facts[ex.number]
             erows.append(f"| {ex.number} | [{ex.title}](solutions/{ex.stem}.md) | "
-                         + " | ".join(t.get(f, "") for f in (*FRAMEWORKS, NEUTRAL)) + " |")
+                         + " | ".join(cell(e, f) if f in e["cpu_s"] else "" for f in (*FRAMEWORKS, NEUTRAL)) + " |")
+        measured = any(e.get("gpu_s") for e in (*self.facts["lesson"], *self.facts["exercise"]))
         self.write("runtimes", f"""# Run times
 
 How long each notebook takes to execute on a CPU at the `cpu` size profile: `make outputs`, one
 notebook at a time, as catalog.toml records it (tools/execute.py writes the times there; the README
-says on which machine). GPU run times appear here once a GPU run has measured them.
+says on which machine). A GPU time (`make gpu-check ARGS=--record` at the `gpu` profile) follows in
+brackets where one was measured{'' if measured else '; none has been yet'}.
 
 ## Lessons
 
