@@ -4,11 +4,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The CPU reference: strict nbval compares outputs recorded on a CPU at the cpu size profile, so
-# the tests hide any GPU and fix the profile (the GPU workflow runs the notebooks separately).
-CPU_ENV := CUDA_VISIBLE_DEVICES= JAX_PLATFORMS=cpu COURSE_PROFILE=cpu PYTHONHASHSEED=0
-NOTEBOOKS := $(wildcard notebooks/pytorch/*.ipynb notebooks/jax/*.ipynb)
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+# The CPU reference (strict nbval compares outputs recorded on a CPU at the cpu size profile, so the
+# tests hide any GPU and fix the profile), the nbval flags and the notebooks: tools/course.py says
+# them once, for the Makefile, the tools and the tests alike.
+CPU_ENV := $(shell $(PYTHON) -m tools.course cpu-env)
+NBVAL   := $(shell $(PYTHON) -m tools.course nbval-flags)
+NOTEBOOKS := $(shell $(PYTHON) -m tools.course list lessons)
 
 .PHONY: lab test unit nbval matrix outputs exercises clean
 
@@ -26,18 +27,17 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/00_start_here.ipynb $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Two pytest-xdist workers; --dist loadscope keeps every notebook's cells in one worker (one kernel).
-XDIST := -n 2 --dist loadscope
+# --no-loadscope-reorder: workers take the scopes (a notebook, a test file) in command-line order
+# (by default xdist reorders them by their number of tests, which says nothing of their time).
+XDIST := -n 2 --dist loadscope --no-loadscope-reorder
 
-# Workers take notebooks in command-line order, so the longest go first and short ones fill the tail.
-ALL_NOTEBOOKS := $(NOTEBOOKS) $(wildcard solutions/*/*.ipynb)
-SLOWEST := solutions/pytorch/ex16_fp16_with_gradscaler.ipynb notebooks/pytorch/05_minigpt_ablation.ipynb \
-           solutions/pytorch/ex06_cost_of_accumulation.ipynb notebooks/jax/05_minigpt_ablation.ipynb \
-           solutions/pytorch/ex14_accumulation_tradeoff_curve.ipynb solutions/jax/ex06_cost_of_accumulation.ipynb
-BY_LENGTH := $(filter $(ALL_NOTEBOOKS),$(SLOWEST)) $(filter-out $(SLOWEST),$(ALL_NOTEBOOKS))
+# Longest first, so the short ones fill the tail: the notebooks by their CPU run time in catalog.toml
+# (python -m tools.catalog order), the slow test files placed among them by tools/catalog.py too.
+BY_LENGTH := $(shell $(PYTHON) -m tools.catalog order)
+TEST_ORDER := $(shell $(PYTHON) -m tools.catalog order --with-tests)
 
 test: $(STAMP)
-	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) $(filter $(ALL_NOTEBOOKS),$(SLOWEST)) tests \
-	  $(filter-out $(SLOWEST),$(ALL_NOTEBOOKS))
+	$(CPU_ENV) $(BIN)/python -m pytest $(XDIST) $(NBVAL) $(TEST_ORDER)
 
 unit: $(STAMP)
 	$(CPU_ENV) $(BIN)/python -m pytest tests
@@ -47,34 +47,37 @@ nbval: $(STAMP)
 
 # Strict nbval in several machine configurations (AVX2-only on one core, 1 and 4 threads, ...): a table.
 matrix: $(STAMP)
-	$(BIN)/python tools/run_matrix.py $(ARGS)
+	$(BIN)/python -m tools.run_matrix $(ARGS)
 
-# Re-execute every notebook in place from a clean kernel at the cpu profile (commit the result).
+# Re-execute every notebook in place from a clean kernel at the cpu profile (commit the result); the
+# run times go into catalog.toml and the tables generated from it.
 outputs: $(STAMP)
-	$(CPU_ENV) $(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS) $(wildcard solutions/*/*.ipynb))
+	$(CPU_ENV) $(BIN)/python -m tools.execute $(or $(NB),$(BY_LENGTH))
 
 # Regenerate exercises/ from solutions/ (FORCE=1 overwrites exercise notebooks edited by hand).
 exercises: $(STAMP)
-	$(BIN)/python tools/make_exercises.py $(if $(FORCE),--force)
+	$(BIN)/python -m tools.make_exercises $(if $(FORCE),--force)
 
 clean:
 	rm -rf $(VENV)
 
-# Run every notebook and solution at the gpu size profile, each in a fresh process, and write the
-# executed copies plus gpu-check/summary.md and summary.json (exit 1 if any fails). Needs no .venv and
-# no Jupyter, only torch, jax, optax, numpy and matplotlib: on a bare GPU image run
-# `make gpu-check PYTHON=python`; more options via ARGS, e.g. ARGS="--only 'notebooks/jax/*' --timeout 900".
+# Run every notebook and solution at the gpu size profile, each in a fresh kernel of $(PYTHON) under a
+# wall-clock limit, and write the executed copies plus gpu-check/summary.md and summary.json (exit 1 if
+# any fails). Needs no .venv: torch, jax, optax, numpy, matplotlib, nbclient and ipykernel; on a GPU
+# image run `make gpu-check PYTHON=python` (the README says how to add nbclient and ipykernel offline);
+# more options via ARGS, e.g. ARGS="--only 'notebooks/jax/*' --timeout 900" or ARGS=--record (the
+# measured times into catalog.toml).
 .PHONY: gpu-check gpu-check-cpu
 gpu-check:
-	$(PYTHON) tools/gpu_check.py $(ARGS)
+	$(PYTHON) -m tools.gpu_check $(ARGS)
 
-# The same runner on this CPU at the cpu profile, comparing every output with the committed one the
-# way strict nbval does (it should fail exactly what `make nbval` fails); results in gpu-check-cpu/.
+# The same runner on this CPU at the cpu profile (results in gpu-check-cpu/): a rehearsal of the GPU
+# run. Whether outputs match the committed ones is strict nbval's job: `make nbval`.
 gpu-check-cpu: $(STAMP)
-	$(CPU_ENV) $(BIN)/python tools/gpu_check.py --compare --out gpu-check-cpu $(ARGS)
+	$(CPU_ENV) $(BIN)/python -m tools.gpu_check --out gpu-check-cpu $(ARGS)
 
 # The course website: the committed notebooks rendered (never re-executed) into build/site/html with
-# Sphinx, offline, warnings as errors (tools/build_site.py, site/conf.py). Needs only the `site` extra
+# Sphinx, offline, warnings as errors (python -m tools.build_site, site/conf.py). Needs only the `site` extra
 # of pyproject.toml, not torch or jax. `make browser-test` then checks the site and `make lab`'s
 # JupyterLab in headless Chromium (Debian's /usr/bin/chromium; screenshots in build/screenshots/).
 .PHONY: site browser-test
@@ -95,7 +98,7 @@ $(BROWSER_STAMP): $(STAMP) pyproject.toml
 	@touch $@
 
 site: $(SITE_STAMP)
-	$(BIN)/python tools/build_site.py
+	$(BIN)/python -m tools.build_site
 
 browser-test: site $(BROWSER_STAMP)
 	@test -x $(CHROMIUM) || { echo "make: browser-test needs Chromium at $(CHROMIUM): apt-get install chromium (or make browser-test CHROMIUM=/path/to/chromium)" >&2; exit 1; }

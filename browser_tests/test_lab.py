@@ -1,7 +1,8 @@
 """JupyterLab as `make lab` starts it, in headless Chromium: open the first lesson in both frameworks,
 Run All from the menu, wait for the kernel to be idle, and check that no cell shows an error and that
-every figure rendered; and open the start page, whose links lead to the exercises. JupyterLab works
-on a copy of notebooks/ and exercises/ in a temporary folder, so the committed notebooks cannot be
+every figure rendered; open the start page, whose links lead to the exercises; and ask it for every
+notebook the site's "In JupyterLab" links name. JupyterLab works on a copy of notebooks/, exercises/
+and solutions/ in a temporary folder, so the committed notebooks cannot be
 modified (autosave is off too, nothing is saved, and the test checks that the copies are unchanged,
 with no .ipynb_checkpoints left behind in the repository)."""
 
@@ -23,10 +24,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from conftest import ROOT, SCREENSHOTS, free_port, watched
+from conftest import ROOT, SCREENSHOTS, SITE, free_port, watched
+from tools import course
 
 NOTEBOOKS = ["pytorch/01_memory_anatomy.ipynb", "jax/01_memory_anatomy.ipynb"]  # under notebooks/
-COPIED = ["notebooks", "exercises"]  # what JupyterLab serves: the lessons and the exercises they link
+COPIED = list(course.FOLDERS.values())  # what JupyterLab serves: lessons, exercises, solutions
 RUN_TIMEOUT_S = 480  # per notebook; README: 11 s and 12 s on an idle 2-core machine, far more on a loaded one
 # what a reader's first start of JupyterLab would otherwise do: autosave (which would write the
 # committed notebooks), virtualized notebooks (cells out of view not in the page), news from the web
@@ -65,9 +67,9 @@ def lab():
         path = home / "settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
-    env = dict(os.environ, COURSE_PROFILE="cpu", CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu",
+    env = course.cpu_environ(dict(os.environ,
                JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"))
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython")))
     port, token = free_port(), secrets.token_hex(16)
     before = {folder: tree(home / folder) for folder in COPIED}
     cmd = lab_command()
@@ -222,3 +224,16 @@ def test_start_page_opens_the_exercises(browser, lab, screenshots):
     context.close()
     shut_down_kernels(base, token)
     assert not watch.problems(), "\n".join(watch.problems())
+
+
+def test_the_sites_jupyterlab_links_open_in_make_labs_jupyterlab(lab):
+    """Every "In JupyterLab" address of the built site names a notebook that the JupyterLab of
+    `make lab` serves at that path (it was lab/tree/pytorch/..., a 404: the root is the repository)."""
+    base, token, _ = lab
+    links = {m for page in SITE.rglob("*.html") for m in re.findall(
+        re.escape(course.LAB_URL) + r'([^"<>\s]+\.ipynb)', page.read_text(encoding="utf-8"))}
+    expected = {course.rel(p) for kind in course.FOLDERS for p in course.notebooks(kind)}
+    assert links == expected, f"missing {sorted(expected - links)[:5]}, unexpected {sorted(links - expected)[:5]}"
+    for path in sorted(links):
+        model = api(base, token, f"/api/contents/{path}")
+        assert model["type"] == "notebook" and model["path"] == path

@@ -14,7 +14,6 @@ nbgrader comes with the `instructor` extra, which `make nbgrader-test` installs:
 module fails to import (it does not skip).
 """
 
-import importlib.util
 import json
 import os
 import shutil
@@ -28,20 +27,11 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from tools import make_exercises as mx
+from tools import nbgrader_metadata as nm
+
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "course"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-nm = _load("nbgrader_metadata")
-mx = _load("make_exercises")
 
 SOLUTIONS = nm.notebooks([ROOT / "solutions"])
 TWINS = nm.twin_exercises(SOLUTIONS)
@@ -88,7 +78,7 @@ def build_course(tmp_path: Path, *assignments: str) -> tuple[Path, list[Path]]:
         source = course / "source" / assignment / solution.name
         source.parent.mkdir(parents=True)
         shutil.copy(solution, source)
-        assert nm.run([source], check=True) == ([], []), f"run: python tools/nbgrader_metadata.py {solution}"
+        assert nm.run([source], check=True) == ([], []), f"run: python -m tools.nbgrader_metadata {solution}"
         sources.append(source)
     return course, sources
 
@@ -229,7 +219,7 @@ def test_course_source_links_every_solution_notebook():
 
 
 def test_committed_metadata_is_current():
-    assert all(_has_metadata(p) for p in SOLUTIONS), "run: python tools/nbgrader_metadata.py"
+    assert all(_has_metadata(p) for p in SOLUTIONS), "run: python -m tools.nbgrader_metadata"
     assert nm.run([ROOT / "solutions"], check=True)[1] == []
 
 

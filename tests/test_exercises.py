@@ -2,25 +2,19 @@
 silently, the committed exercises are up to date (with nbgrader's release metadata, as nbgrader would
 write it), each one runs until its first stub, and the solutions carry current nbgrader metadata."""
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("make_exercises", ROOT / "tools" / "make_exercises.py")
-mx = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mx)
-nm_spec = importlib.util.spec_from_file_location("nbgrader_metadata", ROOT / "tools" / "nbgrader_metadata.py")
-nm = importlib.util.module_from_spec(nm_spec)
-sys.modules.setdefault("nbgrader_metadata", nm)  # its dataclasses look their module up there
-nm_spec.loader.exec_module(nm)
+from tools import course, execute
+from tools import make_exercises as mx
+from tools import nbgrader_metadata as nm
+
+ROOT = course.ROOT
 
 
 def test_code_regions_become_stubs_at_their_indentation():
@@ -66,7 +60,7 @@ def test_release_metadata_is_what_nbgrader_writes():
 
 
 def test_solutions_carry_current_nbgrader_metadata():
-    # What `python tools/nbgrader_metadata.py --check` says: every solution region in a solution cell,
+    # What `python -m tools.nbgrader_metadata --check` says: every solution region in a solution cell,
     # every check cell graded, ids unique, points stated in the question, every assert with a message.
     changed, problems = nm.run([ROOT / "solutions"], check=True)
     assert changed == [] and problems == [], "\n".join(problems)
@@ -186,7 +180,7 @@ def test_committed_exercises_match_with_jupyterlab_checkpoints_present(tmp_path)
         1 if without else 0)
 
 
-EXERCISES = mx.notebooks_in(ROOT / "exercises")  # not JupyterLab's .ipynb_checkpoints copies
+EXERCISES = course.notebooks("exercises")  # not JupyterLab's .ipynb_checkpoints copies
 
 
 @pytest.mark.parametrize("path", EXERCISES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -194,8 +188,7 @@ def test_each_exercise_runs_until_its_first_stub(path):
     nb = nbformat.read(path, as_version=4)
     first_stub = next(i for i, c in enumerate(nb.cells)
                       if c.cell_type == "code" and "raise NotImplementedError()" in c.source)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = execute.client(nb, path.parent, timeout=600)  # a kernel of this interpreter, as make outputs
     with pytest.raises(CellExecutionError) as err:
         client.execute()
     assert err.value.ename == "NotImplementedError"
@@ -209,5 +202,5 @@ def test_each_exercise_runs_until_its_first_stub(path):
 
 def test_every_exercise_of_the_sources_has_a_solution():
     # 13 exercises of the textbook section and 4 of the mini-GPT notebook, numbered 1-17
-    numbers = {int(p.name[2:4]) for p in mx.notebooks_in(ROOT / "solutions") if p.name.startswith("ex")}
+    numbers = {int(p.name[2:4]) for p in course.notebooks("solutions") if p.name.startswith("ex")}
     assert numbers == set(range(1, 18)), f"missing: {sorted(set(range(1, 18)) - numbers)}"

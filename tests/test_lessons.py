@@ -1,20 +1,17 @@
 """The lessons read as lessons: a short main line, a stated reading time, exercises and references at
 the end, links that resolve, and a start page that leads to every lesson and exercise."""
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted(ROOT.glob("notebooks/pytorch/*.ipynb")) + sorted(ROOT.glob("notebooks/jax/*.ipynb"))
-START = ROOT / "notebooks" / "00_start_here.ipynb"
-_spec = importlib.util.spec_from_file_location("lesson_stats", ROOT / "tools" / "lesson_stats.py")
-lesson_stats = sys.modules.setdefault("lesson_stats", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(lesson_stats)
+from tools import catalog, course, lesson_stats
+
+ROOT = course.ROOT
+LESSONS = course.notebooks("lessons")
+START = ROOT / course.START
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -59,11 +56,16 @@ def test_relative_links_resolve(path):
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
 def test_exercises_section_links_exercise_notebooks(path):
-    cells = json.loads(path.read_text())["cells"]
     text = "\n".join(markdown_cells(path))
     section = text.split("## Exercises for this lesson", 1)[-1].split("## References", 1)[0]
-    assert any(t.startswith("../../exercises/") for t in LINK.findall(section)), "no exercise linked"
-    assert cells
+    linked = {(path.parent / t).resolve() for t in LINK.findall(section) if t.startswith("../../exercises/")}
+    assert linked, "no exercise linked"
+    # every exercise the catalog places after this lesson, in this framework or framework-neutral
+    order = next(e["order"] for e in catalog.load()["lesson"] if e["id"] == path.stem)
+    wanted = {ROOT / "exercises" / f / f"{e['id']}.ipynb" for e in catalog.load()["exercise"]
+              if e["after_lesson"] == order for f in e["cpu_s"] if f in (path.parent.name, course.NEUTRAL)}
+    assert wanted <= linked, f"not linked: {sorted(course.rel(p) for p in wanted - linked)}"
+    assert all(p.exists() for p in linked), f"missing: {sorted(str(p) for p in linked if not p.exists())}"
 
 
 def test_start_page_leads_to_every_lesson_and_exercise():
@@ -71,5 +73,5 @@ def test_start_page_leads_to_every_lesson_and_exercise():
     cells = json.loads(START.read_text())["cells"]
     assert all(c["cell_type"] == "markdown" for c in cells), "the start page is prose only (nbval does not run it)"
     targets = {(START.parent / t.split("#")[0]).resolve() for t in LINK.findall("\n".join(markdown_cells(START)))}
-    for nb in LESSONS + sorted(ROOT.glob("exercises/*/*.ipynb")):
+    for nb in LESSONS + course.notebooks("exercises"):
         assert nb.resolve() in targets, f"the start page does not link {nb.relative_to(ROOT)}"

@@ -8,10 +8,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-# pathlib's * also matches hidden names: leave out hidden folders such as .ipynb_checkpoints
-NOTEBOOKS = [p for p in sorted(ROOT.glob("notebooks/*/*.ipynb")) + sorted(ROOT.glob("solutions/*/*.ipynb"))
-             if not any(part.startswith(".") for part in p.relative_to(ROOT).parts)]
+from tools import course
+
+ROOT = course.ROOT
+NOTEBOOKS = course.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
 MACHINE_SPECIFIC = re.compile(r"(at 0x[0-9a-f]{6,}|/tmp/|/home/|/root/|/Users/|site-packages|ipykernel_\d+)")
 
 
@@ -214,10 +214,8 @@ def _padded_masked_values(node: ast.AST, masked: _Masking) -> bool:
 
 def _code_trees(path: Path) -> list[tuple[int, ast.Module]]:
     """(cell index, syntax tree) of every code cell, IPython magics turned into plain calls."""
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    nb, transform = nbformat.read(path, as_version=4), TransformerManager().transform_cell
-    return [(i, ast.parse(transform(c.source), f"{path.name} cell {i}"))
+    nb = nbformat.read(path, as_version=4)
+    return [(i, ast.parse(course.python_source(c.source), f"{path.name} cell {i}"))
             for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
 
 
@@ -288,15 +286,10 @@ def test_the_scan_leaves_labels_and_exact_figures_alone(source):
 # -- The sanitize file masks every figure fmt_timed can print ---------------------------------------
 
 def _sanitize_rules() -> list[tuple[re.Pattern, str]]:
-    """The regex/replace pairs of tests/nbval_sanitize.cfg, in order."""
-    rules, regex = [], None
-    for line in (ROOT / "tests" / "nbval_sanitize.cfg").read_text().splitlines():
-        if line.startswith("regex:"):
-            regex = re.compile(line[len("regex:"):].strip())
-        elif line.startswith("replace:") and regex is not None:
-            rules.append((regex, line[len("replace:"):].strip()))
-            regex = None
-    return rules
+    """The regex/replace pairs of tests/nbval_sanitize.cfg, in order, read by nbval's own parser."""
+    from nbval.plugin import get_sanitize_patterns
+    return [(re.compile(regex), replace) for regex, replace in
+            get_sanitize_patterns((ROOT / course.SANITIZE).read_text())]
 
 
 def _sanitized(text: str) -> str:

@@ -11,11 +11,12 @@ pair of tabs, PyTorch and JAX. All tab sets belong to one sync group, so one cli
 section of every page (the choice is remembered by the browser; `?framework=jax` in a URL picks JAX).
 Exercises and solutions get one page each, with the same tabs where a notebook has a twin.
 
-Run times come from README.md's tables (the one place they are written). The build ends by checking
+Titles, twins and run times come from catalog.toml (tools/catalog.py); every "In JupyterLab" link
+points into the JupyterLab that `make lab` starts, rooted at the repository. The build ends by checking
 that no page loads anything from another host (scripts, styles, fonts, images): the site works offline.
 
-    python tools/build_site.py             # generate, build, check
-    python tools/build_site.py --no-build  # only generate build/site/src
+    python -m tools.build_site             # generate, build, check
+    python -m tools.build_site --no-build  # only generate build/site/src
 """
 
 from __future__ import annotations
@@ -37,17 +38,13 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lesson_stats import HEADING, AsideTracker  # noqa: E402  (one definition of an aside, shared with the tests)
+from tools import catalog, course
+from tools.course import BEGIN, END, FRAMEWORKS, HEADING, NEUTRAL, AsideTracker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = course.ROOT
 CONF_DIR = ROOT / "site"
 BUILD = ROOT / "build" / "site"
 SRC, HTML = BUILD / "src", BUILD / "html"
-FRAMEWORKS = {"pytorch": "PyTorch", "jax": "JAX"}
-NEUTRAL = "common"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-LAB_URL = "http://localhost:8888/lab/tree/"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MD = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
 
@@ -58,54 +55,13 @@ class SiteError(Exception):
 
 # --------------------------------------------------------------------------------------- README
 
-def tables(markdown: str) -> list[tuple[list[str], list[list[str]], list[str]]]:
-    """Every table of a markdown text: (header cells, body rows, the paragraphs right after it)."""
-    found, tokens = [], MD.parse(markdown)
-    i = 0
-    while i < len(tokens):
-        if tokens[i].type != "table_open":
-            i += 1
-            continue
-        header, rows, row, in_head = [], [], [], True
-        while tokens[i].type != "table_close":
-            t = tokens[i]
-            if t.type == "tbody_open":
-                in_head = False
-            elif t.type == "inline":
-                row.append(t.content.strip())
-            elif t.type == "tr_close":
-                (header.extend(row) if in_head else rows.append(row))
-                row = []
-            i += 1
-        after = []
-        while i < len(tokens) and tokens[i].type != "heading_open":
-            if tokens[i].type == "inline" and tokens[i - 1].type == "paragraph_open":
-                after.append(tokens[i].content)
-            i += 1
-        found.append((header, rows, after))
-    return found
-
-
-def column(header: list[str], word: str) -> int:
-    """The index of the first column whose header contains `word`."""
-    for k, h in enumerate(header):
-        if word in h.lower():
-            return k
-    raise SiteError(f"README.md: no column '{word}' in table {header}")
-
-
 @dataclass
 class Readme:
-    """What the site takes from README.md: title, introduction and the two tables of run times."""
+    """What the site takes from README.md: its title, introduction and text (the about page)."""
 
     title: str
     intro: str
     text: str
-    lesson_rows: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> column values
-    lesson_times: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> framework -> time
-    time_note: list[str] = field(default_factory=list)
-    exercise_rows: dict[int, dict[str, str]] = field(default_factory=dict)
-    exercise_times: dict[int, dict[str, str]] = field(default_factory=dict)  # number -> folder -> time
 
 
 def read_readme(path: Path = ROOT / "README.md") -> Readme:
@@ -114,35 +70,7 @@ def read_readme(path: Path = ROOT / "README.md") -> Readme:
     if not lines or not lines[0].startswith("# "):
         raise SiteError("README.md must start with a '# ' title")
     intro = "\n".join(lines[1:next(k for k, l in enumerate(lines) if l.startswith("## "))]).strip()
-    readme = Readme(title=lines[0][2:].strip(), intro=intro, text=text)
-    for header, rows, after in tables(text):
-        low = [h.lower() for h in header]
-        if low and low[0] == "lesson":
-            rt = column(header, "run time")
-            order = sorted(FRAMEWORKS, key=lambda fw: header[rt].lower().find(fw.lower()))
-            if any(header[rt].lower().find(fw) < 0 for fw in FRAMEWORKS):
-                raise SiteError(f"README.md: lesson run-time column must name PyTorch and JAX: {header[rt]}")
-            for row in rows:
-                name = row[0].strip("`")
-                times = [t.strip() for t in row[rt].split(" / ")]
-                if len(times) != len(order):
-                    raise SiteError(f"README.md: lesson {name}: expected 'PyTorch / JAX' times, got {row[rt]}")
-                readme.lesson_rows[name] = dict(zip(header, row))
-                readme.lesson_times[name] = dict(zip(order, times))
-            readme.time_note = after
-        elif low and low[0] == "#":
-            rt, folders_col = column(header, "run time"), column(header, "folder")
-            for row in rows:
-                number = int(row[0])
-                folders = re.findall(r"`(\w+)/`", row[folders_col])
-                times = [t.strip() for t in row[rt].split(" / ")]
-                if len(times) != len(folders):
-                    raise SiteError(f"README.md: exercise {number}: {len(folders)} folders but times {row[rt]}")
-                readme.exercise_rows[number] = dict(zip(header, row))
-                readme.exercise_times[number] = dict(zip(folders, times))
-    if not readme.lesson_times or not readme.exercise_times:
-        raise SiteError("README.md: the lesson and exercise tables with run times were not found")
-    return readme
+    return Readme(title=lines[0][2:].strip(), intro=intro, text=text)
 
 
 # ------------------------------------------------------------------------------ notebook -> MyST
@@ -359,20 +287,15 @@ def repo_link(rel: str) -> str:
     return f" · [view it on GitHub]({base.rstrip('/')}/blob/{branch}/{rel})"
 
 
-def open_lines(rel: str, lab_root: str, lab_command: str, run_time: str | None) -> str:
+def open_lines(rel: str, run_time: str | None) -> str:
     """How to open one notebook: its path, the raw file, JupyterLab from a clone, its run time."""
-    in_lab = rel[len(lab_root) + 1:]
     lines = [
         f"- **Notebook**: `{rel}` · {{download}}`raw .ipynb file </_raw/{rel}>`{repo_link(rel)}",
-        f"- **In JupyterLab**, from a clone: `{lab_command}`, then open <{LAB_URL}{in_lab}>",
+        f"- **In JupyterLab**, from a clone: `make lab`, then open <{course.lab_url(rel)}>",
     ]
     if run_time:
         lines.append(f"- **CPU run time**: {run_time} ([how it was measured](/runtimes.md))")
     return "\n".join(lines) + "\n"
-
-
-LAB_COMMANDS = {"notebooks": "make lab", "exercises": ".venv/bin/jupyter lab exercises/",
-                "solutions": ".venv/bin/jupyter lab solutions/"}
 
 
 def header_box(entries: dict[str, str], note: str = "") -> str:
@@ -388,18 +311,26 @@ def header_box(entries: dict[str, str], note: str = "") -> str:
 
 
 class Book:
-    def __init__(self, readme: Readme):
+    def __init__(self, readme: Readme, facts: dict | None = None):
         self.readme = readme
-        self.lessons = sorted(p.stem for p in (ROOT / "notebooks" / "pytorch").glob("*.ipynb"))
-        jax = sorted(p.stem for p in (ROOT / "notebooks" / "jax").glob("*.ipynb"))
+        self.facts = catalog.load() if facts is None else facts
+        self.lesson_facts = {e["id"]: e for e in self.facts["lesson"]}
+        self.exercise_facts = {e["number"]: e for e in self.facts["exercise"]}
+        lessons = course.notebooks("lessons")
+        self.lessons = sorted(p.stem for p in lessons if p.parent.name == "pytorch")
+        jax = sorted(p.stem for p in lessons if p.parent.name == "jax")
         if jax != self.lessons:
             raise SiteError(f"notebooks/pytorch and notebooks/jax hold different lessons: {self.lessons} vs {jax}")
+        if set(self.lessons) != set(self.lesson_facts):
+            raise SiteError(f"catalog.toml's lessons {sorted(self.lesson_facts)} are not the notebooks' {self.lessons}")
         self.exercises: dict[int, Exercise] = {}
-        for path in sorted((ROOT / "solutions").glob("*/ex*.ipynb")):
+        for path in course.notebooks("solutions"):
             number = int(re.match(r"ex(\d+)", path.stem).group(1))
+            if number not in self.exercise_facts:
+                raise SiteError(f"catalog.toml has no exercise {number} ({course.rel(path)})")
             ex = self.exercises.setdefault(number, Exercise(number, path.stem, {}))
             ex.folders[path.parent.name] = path.stem
-            ex.title = json.loads(path.read_text())["cells"][0]["source"][0].lstrip("# ").strip()
+            ex.title = f"Exercise {number} · {self.exercise_facts[number]['title']}"
             if not (ROOT / "exercises" / path.parent.name / path.name).exists():
                 raise SiteError(f"exercises/{path.parent.name}/{path.name} is missing: run make exercises")
         pages: dict[Path, str] = {}
@@ -420,15 +351,12 @@ class Book:
     # a lesson: both notebooks, section by section, in tabs
     def lesson(self, name: str) -> None:
         doc = f"lessons/{name}"
-        if name not in self.readme.lesson_times:
-            raise SiteError(f"README.md's lesson table has no run time for {name}")
         sections, entries = {}, {}
         for fw in FRAMEWORKS:
             rel = f"notebooks/{fw}/{name}.ipynb"
             offer_raw(rel)
             sections[fw] = self.renderer.sections(ROOT / rel, doc, fw)
-            entries[fw] = open_lines(rel, "notebooks", LAB_COMMANDS["notebooks"],
-                                     self.readme.lesson_times[name][fw])
+            entries[fw] = open_lines(rel, catalog.fmt_s(self.lesson_facts[name]["cpu_s"].get(fw)) or None)
         note = ("A lesson comes as two notebooks with the same headings. Under each heading, the tabs "
                 "switch between the PyTorch and the JAX notebook; the choice applies to every section "
                 "and every page.")
@@ -438,15 +366,13 @@ class Book:
     def exercise(self, ex: Exercise, kind: str) -> None:
         doc = f"{kind}/{ex.stem}"
         fws = [f for f in FRAMEWORKS if f in ex.folders]
-        times = self.readme.exercise_times.get(ex.number)
-        if times is None:
-            raise SiteError(f"README.md's exercise table has no row {ex.number}")
+        times = self.exercise_facts[ex.number]["cpu_s"]
         entries, sections = {}, {}
         for folder, stem in ex.folders.items():
             rel = f"{kind}/{folder}/{stem}.ipynb"
             offer_raw(rel)
             sections[folder] = self.renderer.sections(ROOT / rel, doc, folder)
-            entries[folder] = open_lines(rel, kind, LAB_COMMANDS[kind], times.get(folder))
+            entries[folder] = open_lines(rel, catalog.fmt_s(times.get(folder)) or None)
         other = "solutions" if kind == "exercises" else "exercises"
         other_link = f"[{'the solution' if kind == 'exercises' else 'the exercise (student version)'}](/{other}/{ex.stem}.md)"
         if NEUTRAL in ex.folders:
@@ -472,26 +398,21 @@ class Book:
         self.write(doc, assemble(blocks, title, header_box(entries, note)))
 
     def counterpart(self, ex: Exercise) -> tuple[str, Exercise] | None:
-        """The other framework's version of a one-framework exercise (README: 8-10 and 11-13)."""
-        mine = self.readme.exercise_rows[ex.number].get("exercise", "").lower()
-        (fw,) = [f for f in ex.folders if f in FRAMEWORKS]
-        for other in self.exercises.values():
-            ofws = [f for f in other.folders if f in FRAMEWORKS]
-            theirs = self.readme.exercise_rows.get(other.number, {}).get("exercise", "").lower()
-            if ofws and fw not in ofws and len(ofws) == 1 and mine and theirs and \
-                    (theirs.startswith(mine) or mine.startswith(theirs)):
-                return ofws[0], other
-        return None
+        """The other framework's version of a one-framework exercise (catalog.toml's counterpart)."""
+        number = self.exercise_facts[ex.number].get("counterpart")
+        if number is None:
+            return None
+        other = self.exercises[number]
+        (fw,) = [f for f in other.folders if f in FRAMEWORKS]
+        return fw, other
 
     def index(self) -> None:
         r = self.readme
         rows = ["| lesson | what it shows | CPU run time |", "| --- | --- | --- |"]
-        for name in self.lessons:
-            row = r.lesson_rows[name]
-            title = json.loads((ROOT / "notebooks/pytorch" / f"{name}.ipynb").read_text())["cells"][0]["source"][0]
-            what = list(row.values())[column(list(row), "what")]
-            times = ", ".join(f"{FRAMEWORKS[fw]} {t}" for fw, t in r.lesson_times[name].items())
-            rows.append(f"| [{title.lstrip('# ').strip()}](lessons/{name}.md) | {what} | {times} |")
+        for name in sorted(self.lessons, key=lambda n: self.lesson_facts[n]["order"]):
+            e = self.lesson_facts[name]
+            times = ", ".join(f"{FRAMEWORKS[fw]} {catalog.fmt_s(e['cpu_s'].get(fw))}" for fw in FRAMEWORKS)
+            rows.append(f"| [{name[:2]} · {e['title']}](lessons/{name}.md) | {e['summary']} | {times} |")
         toc = lambda caption, docs: (f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n:hidden:\n\n"
                                      + "\n".join(docs) + "\n```\n")
         text = f"""# {r.title}
@@ -544,7 +465,7 @@ links its notebooks' files and their address in a JupyterLab started that way.
                                  f"<a href=\"{ex.stem}.html{query}\">{label}</a>")
                 else:
                     cells.append("")
-            times = " / ".join(self.readme.exercise_times[ex.number].values())
+            times = catalog.times(self.exercise_facts[ex.number], "exercise")
             rows.append(f"| {ex.number} | [{ex.title}]({page}) | {' | '.join(cells)} | {times} |")
         toc = "\n".join(f"{e.stem}" for e in sorted(self.exercises.values(), key=lambda e: e.number))
         self.write(f"{kind}/index", f"""# {heading}
@@ -564,28 +485,32 @@ have the same layout.
 """)
 
     def runtimes(self) -> None:
-        r = self.readme
+        def cell(e: dict, folder: str) -> str:
+            """'16 s', or '16 s (GPU 2.1 s)' once a GPU run has measured the notebook."""
+            cpu, gpu = e["cpu_s"].get(folder), e.get("gpu_s", {}).get(folder)
+            return catalog.fmt_s(cpu) + (f" (GPU {catalog.fmt_s(gpu)})" if gpu is not None else "")
+
         rows = ["| lesson | PyTorch | JAX |", "| --- | --- | --- |"]
         for name in self.lessons:
-            t = r.lesson_times[name]
-            rows.append(f"| [{name}](lessons/{name}.md) | {t['pytorch']} | {t['jax']} |")
+            e = self.lesson_facts[name]
+            rows.append(f"| [{name}](lessons/{name}.md) | {cell(e, 'pytorch')} | {cell(e, 'jax')} |")
         erows = ["| # | exercise | " + " | ".join(FRAMEWORKS.values()) + " | framework-neutral |",
                  "| --- | --- | --- | --- | --- |"]
         for ex in sorted(self.exercises.values(), key=lambda e: e.number):
-            t = r.exercise_times[ex.number]
+            e = self.exercise_facts[ex.number]
             erows.append(f"| {ex.number} | [{ex.title}](solutions/{ex.stem}.md) | "
-                         + " | ".join(t.get(f, "") for f in (*FRAMEWORKS, NEUTRAL)) + " |")
-        note = "\n\n".join(r.time_note)
+                         + " | ".join(cell(e, f) if f in e["cpu_s"] else "" for f in (*FRAMEWORKS, NEUTRAL)) + " |")
+        measured = any(e.get("gpu_s") for e in (*self.facts["lesson"], *self.facts["exercise"]))
         self.write("runtimes", f"""# Run times
 
-How long each notebook takes to execute on a CPU at the `cpu` size profile. The figures are those of
-README.md's tables, read from it when this site was built.
+How long each notebook takes to execute on a CPU at the `cpu` size profile: `make outputs`, one
+notebook at a time, as catalog.toml records it (tools/execute.py writes the times there; the README
+says on which machine). A GPU time (`make gpu-check ARGS=--record` at the `gpu` profile) follows in
+brackets where one was measured{'' if measured else '; none has been yet'}.
 
 ## Lessons
 
 {chr(10).join(rows)}
-
-{note}
 
 ## Exercises (solutions)
 

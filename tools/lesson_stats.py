@@ -7,8 +7,11 @@ maths and link targets left out, so a formula counts as nothing and a sentence a
 A figure is an image output of a code cell (matplotlib or any other `image/*` output) or an image
 embedded in markdown.
 
-    python tools/lesson_stats.py            # a table for notebooks/*/*.ipynb
-    python tools/lesson_stats.py NB ...     # the same for the named notebooks
+    python -m tools.lesson_stats            # a table for every lesson notebook
+    python -m tools.lesson_stats NB ...     # the same for the named notebooks
+
+The aside rules live in tools/course.py (AsideTracker, main_line_headings), shared with the pairing
+test and the site.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools import course
+from tools.course import HEADING, AsideTracker, main_line_headings  # noqa: F401 (one definition, re-exported)
+
+ROOT = course.ROOT
 WORDS_PER_MINUTE = 200  # prose read with care; code and outputs add to it, so the estimate is a floor
 MAIN_LINE_LIMIT = 1300
-HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 READING_TIME = re.compile(r"reading time[^0-9]{0,20}(\d+)\s*min", re.I)
 
 
@@ -46,43 +51,6 @@ def words(markdown: str) -> int:
     text = re.sub(r"\]\([^)]*\)", "]", text)                      # link targets
     text = re.sub(r"<[^>]+>", " ", text)                          # html tags
     return len(re.findall(r"[A-Za-z0-9][A-Za-z0-9'’.,%-]*", text))
-
-
-class AsideTracker:
-    """Follows a notebook's headings in order and tells whether the text at hand is in an aside."""
-
-    def __init__(self) -> None:
-        self.level: int | None = None  # level of the heading that opened the aside; 0: the appendix
-
-    def heading(self, line: str) -> bool:
-        """Take a heading line (`## ...`); True if the heading itself belongs to the main line."""
-        m = HEADING.match(line)
-        level, title = len(m.group(1)), m.group(2).strip().lower()
-        if self.level not in (None, 0) and level <= self.level:
-            self.level = None
-        if self.level is None:
-            if title.startswith("appendix"):
-                self.level = 0
-                return True  # the Appendix heading is shared; what follows it is not
-            if title.startswith("aside:"):
-                self.level = level
-        return self.level is None
-
-    @property
-    def inside(self) -> bool:
-        return self.level is not None
-
-
-def main_line_headings(cells: list[dict]) -> list[str]:
-    """The headings of the main line, in order: every heading except those of asides and after Appendix."""
-    tracker, out = AsideTracker(), []
-    for cell in cells:
-        if cell["cell_type"] == "markdown":
-            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-            for line in source.splitlines():
-                if HEADING.match(line) and tracker.heading(line):
-                    out.append(line.strip())
-    return out
 
 
 def stats(path: Path) -> Stats:
@@ -114,7 +82,7 @@ def stats(path: Path) -> Stats:
 
 
 def lessons() -> list[Path]:
-    return sorted(ROOT.glob("notebooks/*/*.ipynb"))
+    return course.notebooks("lessons")
 
 
 def main(argv: list[str]) -> int:

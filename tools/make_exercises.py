@@ -22,10 +22,10 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
-MARKDOWN_STUB = ["YOUR ANSWER HERE"]
+from tools import course
+from tools.course import BEGIN, CODE_STUB, END, MARKDOWN_STUB, notebooks_in
+
+ROOT = course.ROOT
 MANIFEST = ".generated.json"
 
 
@@ -89,7 +89,7 @@ def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebook
     nb = nbformat.reads(nbformat.writes(solution), as_version=4)  # a deep copy
     regions = 0
     for i, cell in enumerate(nb.cells):
-        regions += cell.source.count(BEGIN)
+        regions += course.solution_regions(cell.source)
         stub = CODE_STUB if cell.cell_type == "code" else MARKDOWN_STUB
         cell.source = strip_solutions(cell.source, stub, f"{name}, cell {i}")
         if cell.cell_type == "code":
@@ -101,13 +101,6 @@ def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebook
     if regions == 0:
         raise ValueError(f"{name} has no '{BEGIN}' region: nothing for a student to do")
     return nb
-
-
-def notebooks_in(folder: Path) -> list[Path]:
-    """Every notebook under folder, sorted, except those in hidden folders (or hidden themselves):
-    JupyterLab saves .ipynb_checkpoints/NAME-checkpoint.ipynb next to every notebook it opens."""
-    return sorted(p for p in folder.rglob("*.ipynb")
-                  if not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
 def digest(text: str) -> str:

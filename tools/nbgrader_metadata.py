@@ -31,9 +31,9 @@ every graded part ends with its points, `(5 points)`, and a line `*About 40 minu
 autograded, 4 graded by hand)*` gives the time and the total, as the metadata count them (`--table`
 prints them); every `assert` of a check cell has a message, so a failed check says what is wrong.
 
-    python tools/nbgrader_metadata.py [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
-    python tools/nbgrader_metadata.py --check                    # exit 1 if missing or stale
-    python tools/nbgrader_metadata.py --table                    # points per exercise (markdown)
+    python -m tools.nbgrader_metadata [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
+    python -m tools.nbgrader_metadata --check                    # exit 1 if missing or stale
+    python -m tools.nbgrader_metadata --table                    # points per exercise (markdown)
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+from tools import course
+from tools.course import BEGIN, END
+
+ROOT = course.ROOT
 SCHEMA_VERSION = 3
 MANUAL_POINTS = 2
 CHECK_MARKER = re.compile(r"#\s*Checks?\s+for\s+part\s+(\d+)\b\s*(?:[(,:]\s*(.*?)\)?\s*)?$", re.I)
@@ -84,21 +86,19 @@ def exercise_id(path: Path) -> str:
     return m[1] if m else slug(path.stem)
 
 
-def source_of(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
+source_of = course.source
 
 
 def has_region(source: str) -> bool:
     """Whether a line of the source is the `### BEGIN SOLUTION` marker (as make_exercises.py reads it)."""
-    return any(line.strip() == BEGIN for line in source.split("\n"))
+    return course.solution_regions(source) > 0
 
 
 def _python(source: str) -> ast.Module | None:
-    """The cell's code parsed, IPython magics and shell escapes blanked; None if it does not parse."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    """The cell's code parsed, IPython magics and shell escapes as IPython turns them into calls; None if
+    it does not parse."""
     try:
-        return ast.parse("\n".join(lines))
+        return ast.parse(course.python_source(source))
     except SyntaxError:
         return None
 
@@ -327,11 +327,7 @@ def notebooks(paths: list[Path]) -> list[Path]:
     .ipynb_checkpoints copies); sorted."""
     out = []
     for p in paths:
-        if p.is_dir():
-            out += sorted(f for f in p.rglob("*.ipynb")
-                          if not any(part.startswith(".") for part in f.relative_to(p).parts))
-        else:
-            out.append(p)
+        out += course.notebooks_in(p) if p.is_dir() else [p]
     return out
 
 
@@ -346,7 +342,7 @@ def run(paths: list[Path], *, check: bool = False) -> tuple[list[Path], list[str
             changed.append(path)
             if check:
                 problems.append(f"{path}: nbgrader metadata is missing or stale "
-                                "(run: python tools/nbgrader_metadata.py)")
+                                "(run: python -m tools.nbgrader_metadata)")
             else:
                 path.write_text(new, encoding="utf-8")
     return changed, problems

@@ -20,8 +20,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu", "COURSE_PROFILE": "cpu", "PYTHONHASHSEED": "0"}
+from tools import catalog, course
+
+ROOT = course.ROOT
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2"}
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
@@ -47,16 +48,15 @@ CONFIGS = [
 
 
 def default_paths() -> list[str]:
-    found = sorted(ROOT.glob("notebooks/*/*.ipynb")) + sorted(ROOT.glob("solutions/*/*.ipynb"))
-    return [str(p.relative_to(ROOT)) for p in found]
+    """Every lesson and solution, slowest first (catalog.toml), as `make nbval` runs them."""
+    return catalog.order()
 
 
 def command(cfg: Config, paths: list[str], junit: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nbval", "--nbval-current-env",
-           "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "--nbval-cell-timeout=600",
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *course.NBVAL_FLAGS,
            f"--junitxml={junit}", *paths]
     if cfg.workers > 1:
-        cmd[5:5] = ["-n", str(cfg.workers), "--dist", "loadscope"]
+        cmd[5:5] = ["-n", str(cfg.workers), "--dist", "loadscope", "--no-loadscope-reorder"]
     if cfg.cores is not None:
         if not shutil.which("taskset"):
             raise SystemExit(f"run_matrix: configuration {cfg.name!r} needs `taskset` (util-linux); install it "
@@ -115,7 +115,7 @@ def main() -> int:
     for cfg in (c for c in CONFIGS if c.name in args.config):
         junit = out / f"{cfg.name}.xml"
         junit.unlink(missing_ok=True)
-        env = {**os.environ, **CPU_ENV, **cfg.env}
+        env = {**course.cpu_environ(), **cfg.env}
         print(f"== {cfg.name}: {cfg.what}", flush=True)
         start = time.perf_counter()
         subprocess.run(command(cfg, paths, junit), cwd=ROOT, env=env)
