@@ -1,4 +1,6 @@
-"""Benchmark: time a callable correctly on any device (warm-up, synchronization, median)."""
+"""Timing on any device: Benchmark times one callable (warm-up, synchronization, median);
+time_together times several in interleaved rounds and returns Timings, whose times and ratios all
+follow one rule (medians, the ratio of medians, the range of the per-round ratios)."""
 
 from __future__ import annotations
 

@@ -87,3 +87,13 @@ def test_the_public_name_scan_sees_definitions_and_not_imports(tmp_path):
     (tmp_path / "m.py").write_text(source)
     assert sorted(n for n in _defined_names(tmp_path / "m.py") if not n.startswith("_")) == [
         "A", "C", "K", "f", "x", "y"]
+
+
+def test_importing_helpers_imports_neither_torch_nor_jax():
+    """What the lazy map is for: a JAX notebook never loads torch through helpers, nor the reverse."""
+    import subprocess
+    import sys
+
+    code = "import sys, helpers; print(sorted(m for m in ('torch', 'jax', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
