@@ -109,4 +109,4 @@ def test_strict_nbval_masks_the_noise_verdict():
     apart = Timings({"a": [2.0, 2.2, 2.1], "b": [1.0, 1.0, 1.0]}).compare("a", "b")
     noise = Timings({"a": [0.9, 1.2, 1.0], "b": [1.0, 1.0, 1.0]}).compare("a", "b")
     assert NOISE in noise and NOISE not in apart
-    assert _sanitized(apart) == _sanitized(noise) == "a / b: ~<varies> x(rounds ~<varies> x to ~<varies> x)"
+    assert _sanitized(apart) == _sanitized(noise) == "a / b: ~<varies> x~<varies> x to ~<varies> x)"
