@@ -1,40 +1,39 @@
 """helpers: the small, tested toolbox behind the course notebooks (import helpers as hp).
 
-Framework modules are imported lazily, so a JAX notebook never pays for importing torch and the
-other way round: hp.measure_memory loads helpers.memory_torch, hp.plan_memory helpers.memory_jax.
+The framework-free modules are imported here. The others import torch or jax, so they load on
+first use of one of their names (the map below): a JAX notebook never pays for importing torch,
+nor a PyTorch one for jax. Importing helpers sets nothing: a notebook that reads GPU memory with
+JAX sets XLA_PYTHON_CLIENT_PREALLOCATE itself, in its setup cell.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 
-# Must be set before JAX creates its GPU client, or XLA grabs 75% of the card up front and the
-# device's memory counters say nothing about the program.
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+from .anatomy import (bytes_per_param, gpt_activation_bytes, linear_stack_activation_bytes,
+                      persistent_bytes)
+from .checkpointing import best_segment, segment_peak
+from .checks import ClaimFailed, WrongAnswer, answer_digest, cannot_check, check, check_answer
+from .device import describe, profile, sized, torch_device
+from .formats import FORMATS, float_format
+from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
+from .planner import choose_interventions
+from .program_text import count_ops, dot_operand_dtypes
+from .search import first_below
+from .timing import Benchmark, synchronize, time_together
+from .units import fmt_bytes, fmt_ratio, fmt_timed
 
-from .anatomy import (GPTActivations, ParamBytes, bytes_per_param, gpt_activation_bytes,  # noqa: E402
-                      linear_stack_activation_bytes, persistent_bytes)
-from .checks import ClaimFailed, WrongAnswer, answer_digest, check, check_answer, skip  # noqa: E402
-from .device import describe, has_gpu, jax_backend, profile, sized, torch_device  # noqa: E402
-from .timing import Benchmark, Timings, synchronize, time_together  # noqa: E402
-from .units import fmt_bytes, fmt_ratio, fmt_timed  # noqa: E402
-
+# name -> the module that defines it; each of these modules imports torch (…_torch, memory_torch)
+# or jax (…_jax, memory_jax), or matplotlib (plotting).
 _LAZY = {
-    "checkpointing": ("best_segment", "count_ops", "count_torch_ops", "held_bytes",
-                      "saved_residuals", "segment_peak"),
-    "planner": ("FitPlan", "RUNGS", "plan_fit"),
-    "memory_torch": ("CATEGORIES", "MemoryReport", "MemoryTrace", "MemoryTracker", "Workload",
-                     "measure_memory", "predict_memory"),
-    "memory_jax": ("MemoryPlan", "device_memory", "live_bytes_by", "plan_memory", "plan_of",
-                   "shapes_of", "tree_bytes"),
-    "plotting": ("bars2", "memory_timeline", "plot", "stacked", "stacked_bars"),
-    "precision": ("FORMATS", "FloatFormat", "SavedTensor", "bytes_by_kind", "copies_made",
-                  "dispatched_ops", "dot_operand_dtypes", "first_below", "float_format", "op_dtypes",
-                  "saved_for_backward"),
-    "gpt": ("GPTConfig", "gpt_param_count", "synthetic_tokens"),
-    "gpt_torch": ("Block", "MiniGPT", "make_step"),
+    "memory_torch": ("MemoryTracker", "Workload", "measure_memory", "predict_memory"),
+    "saved_torch": ("bytes_by_kind", "copies_made", "held_bytes", "saved_for_backward"),
+    "ops_torch": ("count_torch_ops", "op_dtypes"),
+    "gpt_torch": ("GPTBlock", "MiniGPT", "make_step"),
+    "memory_jax": ("XlaMemoryPlan", "device_memory", "live_bytes_by", "saved_residuals",
+                   "shapes_of", "tree_bytes", "xla_memory_plan"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
+    "plotting": ("bars2", "memory_timeline", "plot", "stacked", "stacked_bars"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

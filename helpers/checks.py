@@ -46,10 +46,11 @@ def check(name: str, condition: bool, detail: str = "") -> None:
     print(f"check passed: {name}" + (f" ({detail})" if detail else ""))
 
 
-def skip(name: str, why: str) -> None:
-    """Say that a claim cannot be checked on this device, and why (never silently)."""
+def cannot_check(name: str, why: str) -> None:
+    """Say that a claim cannot be checked on this device, and why (never silently): prints
+    'check skipped: name (why)'."""
     if not why:
-        raise ValueError(f"skip({name!r}) needs a reason: say why the claim cannot be checked here")
+        raise ValueError(f"cannot_check({name!r}) needs a reason: say why the claim cannot be checked here")
     print(f"check skipped: {name} ({why})")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from typing import TypeVar
 
@@ -20,11 +22,13 @@ def profile() -> str:
                 f"set it to one of {', '.join(_PROFILES)} or unset it to choose from the device"
             )
         return chosen
-    return "gpu" if has_gpu() else "cpu"
+    return "gpu" if _has_gpu() else "cpu"
 
 
-def has_gpu() -> bool:
-    """Whether the framework already imported (torch first, then jax) sees a GPU."""
+def _has_gpu() -> bool:
+    """Whether the framework already imported (torch first, then jax) sees a GPU; before either is
+    imported, whether the NVIDIA driver lists a GPU that CUDA_VISIBLE_DEVICES leaves visible (so a
+    cell that picks sizes before importing a framework gets the same answer as one after)."""
     if "torch" in sys.modules:
         import torch
 
@@ -33,7 +37,25 @@ def has_gpu() -> bool:
         import jax
 
         return jax.default_backend() == "gpu"
-    return False
+    return _driver_lists_gpu()
+
+
+def _driver_lists_gpu() -> bool:
+    """Whether the NVIDIA driver reports a GPU that CUDA_VISIBLE_DEVICES does not hide."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    gpus = "/proc/driver/nvidia/gpus"
+    if os.path.isdir(gpus):
+        return bool(os.listdir(gpus))
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return listed.returncode == 0 and "GPU" in listed.stdout
 
 
 def sized(*, cpu: _T, gpu: _T) -> _T:
@@ -48,13 +70,6 @@ def torch_device():
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def jax_backend() -> str:
-    """JAX's default backend name ('cpu' or 'gpu')."""
-    import jax
-
-    return jax.default_backend()
-
-
 def describe() -> str:
     """One line saying which device and profile this run uses (printed by every notebook)."""
     where = []
@@ -67,5 +82,7 @@ def describe() -> str:
         else:
             where.append("torch on cpu")
     if "jax" in sys.modules:
-        where.append(f"jax on {jax_backend()}")
+        import jax
+
+        where.append(f"jax on {jax.default_backend()}")
     return f"{', '.join(where) or 'no framework imported'}; size profile {profile()!r}"

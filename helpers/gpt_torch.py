@@ -11,7 +11,7 @@ from ._validate import positive
 from .gpt import GPTConfig
 
 
-class Block(nn.Module):
+class GPTBlock(nn.Module):
     """Pre-LN transformer block: x + attention(LN(x)), then x + MLP(LN(x))."""
 
     def __init__(self, cfg: GPTConfig) -> None:
@@ -43,7 +43,7 @@ class MiniGPT(nn.Module):
         self.cfg, self.checkpoint = cfg, checkpoint
         self.tok = nn.Embedding(cfg.vocab, cfg.d_model)
         self.pos = nn.Embedding(cfg.seq, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(GPTBlock(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
 

@@ -1,13 +1,20 @@
-"""JAX memory: the compiler's plan for a jitted function, and live bytes as the runtime sees them.
+"""JAX memory: the compiler's plan for a jitted function, live bytes as the runtime sees them, and
+what JAX keeps from a forward pass for its backward pass.
 
 XLA decides every buffer of a jitted computation at compile time; memory_analysis() reports that
 plan (arguments, outputs, temporaries, aliases) before anything runs. On a GPU the runtime also
 counts the bytes in use (Device.memory_stats()); differences of two readings say what a step left
 allocated. On the CPU it keeps no such counters, so the plan is the figure to read there.
+
+Nothing here changes how XLA allocates: a notebook that reads GPU memory sets
+XLA_PYTHON_CLIENT_PREALLOCATE=false itself, in its setup cell, before importing jax.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -17,7 +24,7 @@ from .units import fmt_bytes
 
 
 @dataclass(frozen=True)
-class MemoryPlan:
+class XlaMemoryPlan:
     """The compiler's memory plan of one compiled function, in bytes."""
 
     arguments: int
@@ -35,22 +42,26 @@ class MemoryPlan:
                 f"temp {fmt_bytes(self.temp)}, aliased {fmt_bytes(self.aliased)}")
 
 
-def plan_of(compiled: Any) -> MemoryPlan:
-    """The MemoryPlan of an already compiled function (jax.jit(f).lower(...).compile())."""
+def xla_memory_plan(fn: Any, *args: Any, static_argnums: Sequence[int] = (),
+                    donate_argnums: Sequence[int] = ()) -> XlaMemoryPlan:
+    """The compiler's memory plan, from compiled.memory_analysis(): of an already compiled function
+    (jax.jit(f).lower(...).compile(), no arguments), or of fn compiled for these arguments (arrays
+    or jax.ShapeDtypeStruct)."""
+    if hasattr(fn, "memory_analysis"):
+        if args:
+            raise TypeError("xla_memory_plan got a compiled function and arguments: a compiled "
+                            "function already has its shapes, so pass it alone")
+        compiled = fn
+    elif callable(fn):
+        jitted = jax.jit(fn, static_argnums=tuple(static_argnums), donate_argnums=tuple(donate_argnums))
+        compiled = jitted.lower(*args).compile()
+    else:
+        raise TypeError(f"xla_memory_plan needs a function or a compiled function, got {type(fn).__name__}")
     a = compiled.memory_analysis()
     if a is None:
         raise RuntimeError("this backend reports no memory analysis for compiled functions")
-    return MemoryPlan(a.argument_size_in_bytes, a.output_size_in_bytes, a.temp_size_in_bytes,
-                      a.alias_size_in_bytes)
-
-
-def plan_memory(fn: Callable, *args: Any, static_argnums: Sequence[int] = (),
-                donate_argnums: Sequence[int] = ()) -> MemoryPlan:
-    """Compile fn for these arguments (arrays or jax.ShapeDtypeStruct) and return its plan."""
-    if not callable(fn):
-        raise TypeError(f"plan_memory needs a function, got {type(fn).__name__}")
-    jitted = jax.jit(fn, static_argnums=tuple(static_argnums), donate_argnums=tuple(donate_argnums))
-    return plan_of(jitted.lower(*args).compile())
+    return XlaMemoryPlan(a.argument_size_in_bytes, a.output_size_in_bytes, a.temp_size_in_bytes,
+                         a.alias_size_in_bytes)
 
 
 def tree_bytes(tree: Any) -> int:
@@ -93,3 +104,16 @@ def live_bytes_by(categories: dict[str, Any], ignore: Sequence[Any] = ()) -> dic
         seen.add(ptr)
         out[owner.get(ptr, "activations")] += arr.nbytes
     return out
+
+
+def saved_residuals(f: Callable, *args: Any) -> list[str]:
+    """What JAX keeps from f's forward pass for its backward pass, one line per residual, as
+    jax.ad_checkpoint.print_saved_residuals says it but without source-file locations."""
+    from jax.ad_checkpoint import print_saved_residuals
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(f, *args)
+    # 'f32[8,4] output of dot_general from /path/file.py:3:9 (fn)' -> '... output of dot_general'
+    return [re.sub(r" from (?!the argument|a literal)\S+:\d+(:\d+)?( \(.*\))?$", "", line)
+            for line in out.getvalue().splitlines() if line.strip()]

@@ -26,7 +26,19 @@ from torch.utils.weak import WeakIdKeyDictionary
 from ._validate import positive
 from .units import fmt_bytes
 
-CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "temporaries")
+CATEGORIES = ("parameters", "gradients", "optimizer state", "inputs", "cast copies", "activations",
+              "recomputed", "temporaries")
+
+# What torch.profiler's memory timeline (torch.profiler._memory_profiler.Category) files each of
+# them under (tests/test_memory_oracle.py checks it). The profiler has no category for cast copies
+# or recomputed tensors: it files a forward-pass cast copy that backward uses as an ACTIVATION, and
+# everything the backward pass allocates, a checkpoint's rerun included, as TEMPORARY or
+# AUTOGRAD_DETAIL.
+PROFILER_CATEGORIES = {"parameters": ("PARAMETER",), "gradients": ("GRADIENT",),
+                       "optimizer state": ("OPTIMIZER_STATE",), "inputs": ("INPUT",),
+                       "cast copies": ("ACTIVATION",), "activations": ("ACTIVATION",),
+                       "recomputed": ("TEMPORARY", "AUTOGRAD_DETAIL"),
+                       "temporaries": ("TEMPORARY", "AUTOGRAD_DETAIL")}
 
 
 class _Record:
@@ -83,10 +95,13 @@ class MemoryTrace:
 class MemoryTracker(TorchDispatchMode):
     """Count live tensor storage while active, by category and phase.
 
-    Categories: parameters (and buffers), gradients (relabelled when autograd accumulates them),
-    optimizer state (relabelled after each optimizer step), activations (inputs and whatever the
-    forward pass allocates) and temporaries (whatever backward or the optimizer allocates that
-    is neither a gradient nor optimizer state).
+    Categories (CATEGORIES): parameters (and buffers); gradients (relabelled when autograd
+    accumulates them); optimizer state (relabelled after each optimizer step); inputs (the tensors
+    passed as `inputs`); cast copies (a parameter converted to another dtype, e.g. autocast's bf16
+    weight copies); activations (whatever else the forward pass allocates); recomputed (what the
+    backward pass allocates with grad mode on, i.e. a checkpointed segment's forward rerun; the
+    ordinary backward runs with grad mode off); temporaries (whatever else backward or the optimizer
+    allocates that is neither a gradient nor optimizer state).
 
     Pass the model, optimizer and inputs that exist before tracking starts so their storage is
     counted (and labelled); everything operators allocate inside is tracked automatically."""
@@ -113,7 +128,12 @@ class MemoryTracker(TorchDispatchMode):
             return
         phase = phase or self._phase()
         if category is None:  # what the forward pass makes is kept for backward; the rest is scratch
-            category = "activations" if phase in ("setup", "forward") else "temporaries"
+            if phase in ("setup", "forward"):
+                category = "activations"
+            elif phase == "backward" and torch.is_grad_enabled():
+                category = "recomputed"  # the engine runs backward with grad mode off; a rerun turns it on
+            else:
+                category = "temporaries"
         rec = _Record(st.nbytes(), category, phase)
         self._seen[st] = (rec, weakref.ref(st, lambda _ref, rec=rec: self._free(rec)))
         self._live += rec.nbytes
@@ -155,7 +175,7 @@ class MemoryTracker(TorchDispatchMode):
             for b in self.model.buffers():
                 self._record(b, "parameters", "setup")
         for x in self.inputs:
-            self._record(x, "activations", "setup")
+            self._record(x, "inputs", "setup")
         if self.optimizer is not None:
             self._label_optimizer_state()
             self._hooks.append(self.optimizer.register_step_pre_hook(self._enter_step))
@@ -182,9 +202,16 @@ class MemoryTracker(TorchDispatchMode):
         # even when that storage was never tracked (a tensor made before tracking started).
         shared = {t.untyped_storage()._cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
 
+        # A dtype conversion of a parameter (autocast's weight copies, or .to()) is a cast copy.
+        cast = None
+        if func is torch.ops.aten._to_copy.default and isinstance(args[0], torch.Tensor):
+            source = self._seen.get(args[0].untyped_storage())
+            if source is not None and source[0].category == "parameters":
+                cast = "cast copies"
+
         def record_new(t: torch.Tensor) -> None:
             if t.untyped_storage()._cdata not in shared:
-                self._record(t)
+                self._record(t, cast)
 
         tree_map_only(torch.Tensor, record_new, out)
         return out

@@ -20,7 +20,7 @@ RUNGS = ("bf16", "checkpoint", "accumulate", "add devices")
 
 
 @dataclass(frozen=True)
-class FitPlan:
+class InterventionPlan:
     """What the ladder chose: the interventions in order, the micro-batch and the estimated peak."""
 
     rungs: tuple[str, ...]
@@ -49,10 +49,10 @@ def _check_factor(name: str, value: float | None) -> None:
                  "before (a measured factor may exceed 1)")
 
 
-def plan_fit(n_params: int, batch: int, activation_bytes_per_example: float, device_bytes: int, *,
+def choose_interventions(n_params: int, batch: int, activation_bytes_per_example: float, device_bytes: int, *,
              optimizer: str = "adam", bf16_activation_factor: float = 0.5,
              checkpoint_activation_factor: float | None = None, max_accumulation: int = 64,
-             fixed_bytes: int = 0, headroom: float = 0.0) -> FitPlan:
+             fixed_bytes: int = 0, headroom: float = 0.0) -> InterventionPlan:
     """Climb the ladder until the estimated peak fits device_bytes: bf16 (only if it lowers the
     estimate), checkpointing (if a factor is given), the smallest power-of-two accumulation that
     divides the batch, and finally 'add devices' when nothing on one device is enough.
@@ -77,8 +77,8 @@ def plan_fit(n_params: int, batch: int, activation_bytes_per_example: float, dev
     state = persistent_bytes(n_params, optimizer, "fp32") + fixed_bytes
     acts = batch * activation_bytes_per_example
 
-    def plan(k: int = 1) -> FitPlan:
-        return FitPlan(tuple(rungs), batch // k, k, int(state + acts / k), int(device_bytes),
+    def plan(k: int = 1) -> InterventionPlan:
+        return InterventionPlan(tuple(rungs), batch // k, k, int(state + acts / k), int(device_bytes),
                        int(device_bytes * (1 - headroom)))
 
     if plan().fits:

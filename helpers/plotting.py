@@ -8,7 +8,8 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 
 _COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
-          "activations": "#c44e52", "temporaries": "#8172b3", "new params and state": "#937860"}
+           "inputs": "#222222", "cast copies": "#64b5cd", "activations": "#c44e52",
+           "recomputed": "#da8bc3", "temporaries": "#8172b3", "new params and state": "#937860"}
 
 
 def plot(x: Sequence[float], ys: Sequence[Sequence[float]], xlabel: str = "", ylabel: str = "",

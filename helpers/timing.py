@@ -1,4 +1,6 @@
-"""Benchmark: time a callable correctly on any device (warm-up, synchronization, median)."""
+"""Timing on any device: Benchmark times one callable (warm-up, synchronization, median);
+time_together times several in interleaved rounds and returns Timings, whose times and ratios all
+follow one rule (medians, the ratio of medians, the range of the per-round ratios)."""
 
 from __future__ import annotations
 
@@ -77,28 +79,57 @@ class Benchmark:
 
 @dataclass
 class Timings:
-    """Seconds per call of several functions timed together: `rounds[name]` holds one time per
-    round; `timings[name]` is the fastest round, the one least disturbed by other work."""
+    """Seconds per call of several functions timed together in the same rounds.
+
+    One rule for every figure: `timings[name]` is the median of that function's rounds, and
+    `ratio(a, b)` is the ratio of those medians, so a printed ratio always agrees with the printed
+    times; `spread(a, b)` is the range of the per-round ratios (each round compares runs made
+    moments apart), which always contains ratio(a, b)."""
 
     rounds: dict[str, list[float]]
 
     def __getitem__(self, name: str) -> float:
-        return min(self.rounds[name])
+        if name not in self.rounds:
+            raise KeyError(f"{name!r} was not timed; the timed functions are {', '.join(self.rounds)}")
+        return statistics.median(self.rounds[name])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.rounds)
 
     def ratio(self, a: str, b: str) -> float:
-        """Median over rounds of time(a) / time(b): each round compares runs made moments apart,
-        so load that comes and goes cancels out."""
-        return statistics.median(x / y for x, y in zip(self.rounds[a], self.rounds[b]))
+        """Median time of a over median time of b (the figure compare() prints)."""
+        return self[a] / self[b]
+
+    def spread(self, a: str, b: str) -> tuple[float, float]:
+        """The smallest and largest per-round ratio time(a) / time(b)."""
+        self[a], self[b]  # noqa: B018 (a clear KeyError for an unknown name)
+        per_round = [x / y for x, y in zip(self.rounds[a], self.rounds[b])]
+        return min(per_round), max(per_round)
+
+    def within_noise(self, a: str, b: str) -> bool:
+        """Whether the per-round ratios of a to b fall on both sides of 1 (no direction to read)."""
+        lo, hi = self.spread(a, b)
+        return lo <= 1 <= hi
+
+    def compare(self, a: str, b: str) -> str:
+        """One line, 'a / b: ~1.24 x (rounds ~1.1 x to ~1.3 x)', or, when the rounds' ratios fall
+        on both sides of 1, '..., within the noise of this machine (rounds ...)'. Masked figures."""
+        lo, hi = self.spread(a, b)
+        noise = ", within the noise of this machine" if lo <= 1 <= hi else ""
+        return (f"{a} / {b}: {fmt_timed(self.ratio(a, b), 'x')}{noise} "
+                f"(rounds {fmt_timed(lo, 'x')} to {fmt_timed(hi, 'x')})")
 
 
 def time_together(fns: dict[str, Callable[[], Any]], *, repeats: int = 8, warmup: int = 1,
                   verbose: bool = True) -> Timings:
     """Time several functions in interleaved rounds (one call of each per round, every call waited
     for with synchronize(), the order reversed every other round), so that a change in machine
-    load hits all of them alike. Prints the fastest round of each."""
+    load hits all of them alike. Prints the median round of each ('name: ~12.3 ms/call'), the
+    figure that Timings.ratio and Timings.compare divide.
+
+    torch.utils.benchmark.Timer measures one statement at a time (its blocked_autorange picks the
+    number of runs), so two variants timed with it are timed minutes apart on a loaded machine;
+    interleaved rounds are what let a ratio cancel that load, so they are written here."""
     if not fns:
         raise ValueError("pass at least one function to time, as {name: fn}")
     if repeats < 1 or warmup < 0:

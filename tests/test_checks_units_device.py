@@ -91,10 +91,10 @@ def test_checks_module_imports_no_framework():
 
 
 def test_skip_says_why_and_needs_a_reason(capsys):
-    hp.skip("bf16 speedup", "no GPU here")
+    hp.cannot_check("bf16 speedup", "no GPU here")
     assert "check skipped: bf16 speedup (no GPU here)" in capsys.readouterr().out
     with pytest.raises(ValueError, match="needs a reason"):
-        hp.skip("bf16 speedup", "")
+        hp.cannot_check("bf16 speedup", "")
 
 
 def test_check_answer_passes_the_answer_whatever_its_type(capsys):
@@ -165,3 +165,31 @@ def test_describe_names_framework_and_profile():
     import torch  # noqa: F401
 
     assert "torch on cpu" in hp.describe() and "size profile 'cpu'" in hp.describe()
+
+
+def test_importing_helpers_leaves_xla_preallocation_alone():
+    """Turning off XLA's GPU preallocation is the JAX notebooks' setup cell's job, named there."""
+    code = ("import os; os.environ.pop('XLA_PYTHON_CLIENT_PREALLOCATE', None); import helpers; "
+            "print(os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE'))")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert out.stdout.strip() == "None"
+
+
+def test_profile_before_any_framework_asks_the_driver(monkeypatch):
+    """Before torch or jax is imported, the profile follows the NVIDIA driver's GPU list, so a GPU
+    machine is not taken for a CPU; CUDA_VISIBLE_DEVICES='' hides the GPUs as it does for torch."""
+    from helpers import device
+
+    monkeypatch.delenv("COURSE_PROFILE", raising=False)
+    monkeypatch.setattr(device.sys, "modules", {k: v for k, v in sys.modules.items()
+                                                if k.split(".")[0] not in ("torch", "jax")})
+    monkeypatch.setattr(device.os.path, "isdir", lambda p: p == "/proc/driver/nvidia/gpus")
+    monkeypatch.setattr(device.os, "listdir", lambda p: ["0000:01:00.0"])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert hp.profile() == "gpu"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert hp.profile() == "cpu"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(device.os, "listdir", lambda p: [])
+    assert hp.profile() == "cpu"

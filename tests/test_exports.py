@@ -1,9 +1,11 @@
-"""The lazy export map of helpers/__init__.py is kept by hand: these tests keep it complete.
+"""The lazy export map of helpers/__init__.py is kept by hand: these tests keep it complete and small.
 
-Every `hp.name` the README documents must resolve, and every public name of every helpers module
+Every `hp.name` the README documents must resolve; every public function of every helpers module
 (no leading underscore, defined in that module rather than imported into it) must be exported by
-`helpers`, eagerly or lazily, as that very object. Modules whose name starts with an underscore
-are private and export nothing.
+`helpers`, eagerly or lazily, as that very object; and every exported name must be used by a
+notebook, a solution or the README, so the API stays as small as the course needs. Classes and
+constants a module defines may stay unexported (records such as MemoryReport are reached through
+the functions that return them). Modules whose name starts with an underscore export nothing.
 """
 
 import ast
@@ -35,6 +37,12 @@ def _public_names(module: str) -> list[str]:
     return sorted({n for n in _defined_names(ROOT / "helpers" / f"{module}.py") if not n.startswith("_")})
 
 
+def _public_functions(module: str) -> list[str]:
+    tree = ast.parse((ROOT / "helpers" / f"{module}.py").read_text())
+    return sorted(node.name for node in tree.body
+                  if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"))
+
+
 def test_the_readme_documents_only_names_that_resolve():
     documented = sorted(set(re.findall(r"\bhp\.([A-Za-z_]\w*)", (ROOT / "README.md").read_text())))
     assert documented, "the README documents no hp.name: has its helpers section moved?"
@@ -45,12 +53,24 @@ def test_the_readme_documents_only_names_that_resolve():
 @pytest.mark.parametrize("module", MODULES)
 def test_every_public_name_of_a_module_is_exported(module):
     mod = importlib.import_module(f"helpers.{module}")
-    missing = [n for n in _public_names(module) if n not in dir(hp)]
+    missing = [n for n in _public_functions(module) if n not in dir(hp)]
     assert not missing, (f"helpers.{module} defines {missing} but helpers does not export them: add them "
                          "to the imports or to _LAZY in helpers/__init__.py, or rename them with a "
                          "leading underscore if no notebook or solution uses them")
     for name in _public_names(module):
-        assert getattr(hp, name) is getattr(mod, name), f"hp.{name} is not helpers.{module}.{name}"
+        if name in dir(hp):
+            assert getattr(hp, name) is getattr(mod, name), f"hp.{name} is not helpers.{module}.{name}"
+
+
+def test_every_export_is_used_by_a_notebook_a_solution_or_the_readme():
+    texts = [p.read_text() for p in [ROOT / "README.md", *ROOT.glob("notebooks/**/*.ipynb"),
+                                     *ROOT.glob("solutions/**/*.ipynb")]]
+    used = {name for text in texts for name in re.findall(r"\bhp\.([A-Za-z_]\w*)", text)}
+    exported = {n for n in dir(hp) if not n.startswith("_") and n not in ("annotations", "importlib")
+                and not isinstance(getattr(hp, n), type(importlib))}
+    unused = sorted(exported - used - {"ClaimFailed", "WrongAnswer"})  # exceptions, named by tracebacks
+    assert not unused, (f"helpers exports {unused}, which no notebook, solution or README line uses: "
+                        "remove them from helpers/__init__.py (or use them)")
 
 
 def test_every_export_resolves_and_is_listed():
@@ -67,3 +87,13 @@ def test_the_public_name_scan_sees_definitions_and_not_imports(tmp_path):
     (tmp_path / "m.py").write_text(source)
     assert sorted(n for n in _defined_names(tmp_path / "m.py") if not n.startswith("_")) == [
         "A", "C", "K", "f", "x", "y"]
+
+
+def test_importing_helpers_imports_neither_torch_nor_jax():
+    """What the lazy map is for: a JAX notebook never loads torch through helpers, nor the reverse."""
+    import subprocess
+    import sys
+
+    code = "import sys, helpers; print(sorted(m for m in ('torch', 'jax', 'matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

@@ -101,7 +101,7 @@ def test_jax_checkpointing_gives_the_same_gradients_and_a_smaller_plan():
     for c in (False, True):
         compiled = jax.jit(jax.grad(functools.partial(hp.minigpt_loss, cfg=TINY, checkpoint=c))
                            ).lower(params, batch).compile()
-        grads[c], plans[c] = compiled(params, batch), hp.plan_of(compiled)
+        grads[c], plans[c] = compiled(params, batch), hp.xla_memory_plan(compiled)
     for a, b in zip(jax.tree.leaves(grads[False]), jax.tree.leaves(grads[True])):
         np.testing.assert_allclose(a, b, atol=1e-5)
     assert plans[True].temp < plans[False].temp

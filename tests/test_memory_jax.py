@@ -20,7 +20,7 @@ def _setup(n=3, d=128, b=32):
 
 def test_plan_counts_arguments_and_outputs_exactly():
     params, X = _setup()
-    plan = hp.plan_memory(jax.grad(_loss), params, X)
+    plan = hp.xla_memory_plan(jax.grad(_loss), params, X)
     assert plan.arguments == hp.tree_bytes(params) + X.nbytes == 3 * 128 * 128 * 4 + 32 * 128 * 4
     # One gradient per weight, plus XLA's tuple of output pointers (8 bytes per output).
     assert plan.outputs == hp.tree_bytes(params) + 8 * len(params)
@@ -30,8 +30,8 @@ def test_plan_counts_arguments_and_outputs_exactly():
 
 def test_plan_from_shapes_alone_equals_plan_from_arrays():
     params, X = _setup()
-    real = hp.plan_memory(jax.grad(_loss), params, X)
-    abstract = hp.plan_memory(jax.grad(_loss), hp.shapes_of(params), hp.shapes_of(X))
+    real = hp.xla_memory_plan(jax.grad(_loss), params, X)
+    abstract = hp.xla_memory_plan(jax.grad(_loss), hp.shapes_of(params), hp.shapes_of(X))
     assert real == abstract
 
 
@@ -42,7 +42,7 @@ def test_donation_shows_up_as_aliasing():
         grads = jax.grad(_loss)(params, X)
         return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
 
-    plan = hp.plan_memory(sgd, params, X, donate_argnums=(0,))
+    plan = hp.xla_memory_plan(sgd, params, X, donate_argnums=(0,))
     assert plan.aliased == hp.tree_bytes(params)
 
 
@@ -66,11 +66,11 @@ def test_device_memory_is_none_on_cpu():
         assert set(hp.device_memory()) == {"bytes_in_use"}
 
 
-def test_plan_memory_rejects_non_functions():
+def test_xla_memory_plan_rejects_non_functions():
     with pytest.raises(TypeError, match="needs a function"):
-        hp.plan_memory(3)
+        hp.xla_memory_plan(3)
 
 
 def test_plan_prints_in_megabytes():
-    assert str(hp.MemoryPlan(2_000_000, 1_000_000, 500_000, 0)) == (
+    assert str(hp.XlaMemoryPlan(2_000_000, 1_000_000, 500_000, 0)) == (
         "arguments 2.0 MB, outputs 1.0 MB, temp 0.5 MB, aliased 0.0 MB")

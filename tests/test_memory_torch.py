@@ -64,6 +64,7 @@ def test_small_training_step_matches_the_hand_count():
     assert report.peak_breakdown["parameters"] == 4_000_000
     assert report.peak_breakdown["gradients"] == 4_000_000
     assert report.peak_breakdown["optimizer state"] == 0
+    assert report.peak_breakdown["inputs"] == 400_000
 
 
 def test_adam_state_is_labelled_and_is_two_copies_of_the_weights():
@@ -104,7 +105,8 @@ def test_peak_lands_in_backward_when_activations_dominate():
     assert report.trace.step_of(i) in ("step 1", "step 2")
     most = max(report.trace.by_category()["activations"])
     assert report.peak_breakdown["activations"] > 0.5 * most  # early: most activations still held
-    assert report.peak_breakdown["activations"] > 0.5 * report.peak
+    assert report.peak_breakdown["inputs"] == X.nbytes  # the batch is an input, not an activation
+    assert report.peak_breakdown["activations"] + X.nbytes > 0.5 * report.peak
 
 
 def test_measurement_is_deterministic():
@@ -195,7 +197,7 @@ def test_report_reads_like_a_table():
 
 
 def test_step_of_names_the_step_an_event_belongs_to():
-    trace = hp.MemoryTrace()
+    trace = hp.memory_torch.MemoryTrace()
     trace.marks += [(0, "step 1"), (2, "step 2")]
     trace.events += [(+1, hp.memory_torch._Record(10, "activations", "forward"))] * 3
     assert [trace.step_of(i) for i in range(3)] == ["step 1", "step 1", "step 2"]

@@ -5,6 +5,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 import helpers as hp  # noqa: E402
+from helpers.memory_torch import CATEGORIES  # noqa: E402
 
 
 def test_plot_draws_each_series_with_labels():
@@ -26,7 +27,7 @@ def test_memory_timeline_stacks_every_category():
         x = torch.ones(1000)
         y = x * 2
     ax = hp.memory_timeline(tracker.trace)
-    assert len(ax.collections) == len(hp.CATEGORIES)
+    assert len(ax.collections) == len(CATEGORIES)
     assert ax.get_ylabel() == "live tensor memory (MB)"
     plt.close("all")
     del x, y

@@ -1,11 +1,15 @@
-"""Tests of helpers.precision: format figures, saved tensors, op dtypes, crossover search, HLO dots."""
+"""Tests of the format figures (helpers.formats), saved tensors and cast copies (helpers.saved_torch),
+op dtypes (helpers.ops_torch), the crossover search (helpers.search) and HLO dots (helpers.program_text)."""
 
 import pytest
 import torch
 from torch import nn
 
-from helpers.precision import (FORMATS, bytes_by_kind, copies_made, dot_operand_dtypes,
-                               first_below, float_format, op_dtypes, saved_for_backward)
+from helpers.formats import FORMATS, float_format
+from helpers.ops_torch import op_dtypes
+from helpers.program_text import dot_operand_dtypes
+from helpers.saved_torch import bytes_by_kind, copies_made, saved_for_backward
+from helpers.search import first_below
 
 
 @pytest.mark.parametrize("name, dtype", [("fp32", torch.float32), ("bf16", torch.bfloat16),

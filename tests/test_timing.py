@@ -3,6 +3,7 @@ import time
 import pytest
 
 import helpers as hp
+from helpers.timing import Timings
 
 
 class FakeAsync:
@@ -53,11 +54,21 @@ def test_benchmark_rejects_non_callables_with_a_hint():
 
 
 def test_benchmark_synchronizes_jax():
+    """A jitted function whose work takes 20 ms in the runtime: JAX dispatches it asynchronously
+    (the call returns a not-yet-ready array), so only a timer that blocks on the result sees 20 ms."""
+    import jax
     import jax.numpy as jnp
+    import numpy as np
 
-    x = jnp.ones((256, 256))
-    bench = hp.Benchmark(lambda: x @ x, repeats=3, warmup=1, verbose=False)
-    assert bench.time > 0
+    def slow_identity(x):
+        time.sleep(0.02)
+        return np.asarray(x)
+
+    f = jax.jit(lambda x: jax.pure_callback(slow_identity, jax.ShapeDtypeStruct(x.shape, x.dtype), x) + 1)
+    x = jnp.ones((4,))
+    bench = hp.Benchmark(lambda: f(x), repeats=3, warmup=1, verbose=False)
+    assert 0.018 < bench.time < 0.5
+    assert float(f(x)[0]) == 2.0
 
 
 def test_time_together_interleaves_rounds_and_compares_them(capsys):
@@ -74,7 +85,35 @@ def test_time_together_interleaves_rounds_and_compares_them(capsys):
         hp.time_together({})
 
 
-def test_timings_ratio_is_the_median_of_per_round_ratios():
-    t = hp.Timings({"a": [2.0, 20.0, 2.2], "b": [1.0, 10.0, 1.0]})
-    assert t["a"] == 2.0
-    assert t.ratio("a", "b") == 2.0  # rounds: 2.0, 2.0, 2.2 -> median 2.0
+def test_timings_use_one_rule_medians_and_the_ratio_of_medians():
+    t = Timings({"a": [2.0, 20.0, 2.2], "b": [1.0, 10.0, 1.0]})
+    assert t["a"] == 2.2 and t["b"] == 1.0  # the median round of each
+    assert t.ratio("a", "b") == pytest.approx(2.2)  # the ratio of the two printed figures
+    assert t.spread("a", "b") == pytest.approx((2.0, 2.2))  # per-round ratios 2.0, 2.0, 2.2
+    lo, hi = t.spread("a", "b")
+    assert lo <= t.ratio("a", "b") <= hi
+    with pytest.raises(KeyError, match="'c' was not timed"):
+        t["c"]  # noqa: B018
+
+
+def test_the_ratio_of_medians_lies_within_the_per_round_ratios():
+    """If every round has a > r * b, the medians do too: the printed ratio never leaves the range."""
+    import random
+
+    rng = random.Random(0)
+    for _ in range(500):
+        n = rng.randint(1, 9)
+        t = Timings({"a": [rng.uniform(0.1, 2) for _ in range(n)],
+                        "b": [rng.uniform(0.1, 2) for _ in range(n)]})
+        lo, hi = t.spread("a", "b")
+        assert lo - 1e-12 <= t.ratio("a", "b") <= hi + 1e-12
+
+
+def test_compare_prints_a_direction_only_outside_the_noise():
+    apart = Timings({"slow": [2.0, 2.4, 2.2], "fast": [1.0, 1.0, 1.1]})
+    line = apart.compare("slow", "fast")
+    assert line == "slow / fast: ~2.2 x (rounds ~2 x to ~2.4 x)" and not apart.within_noise("slow", "fast")
+    close = Timings({"x": [1.0, 1.2, 0.9], "y": [1.1, 1.0, 1.0]})
+    assert close.within_noise("x", "y")
+    assert close.compare("x", "y") == ("x / y: ~1 x, within the noise of this machine "
+                                       "(rounds ~0.9 x to ~1.2 x)")

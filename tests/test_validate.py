@@ -35,8 +35,8 @@ def test_anything_else_is_refused_saying_what_and_what_to_do(value, whole):
                                     r"such as the default 2048"),
     (lambda: hp.GPTConfig(seq=8.0), r"GPTConfig.seq must be a positive whole number, got 8.0"),
     (lambda: hp.synthetic_tokens(hp.GPTConfig(), 0), r"rows must be a positive whole number, got 0"),
-    (lambda: hp.plan_fit(1, 2.5, 1, 1), r"batch must be a positive whole number, got 2.5"),
-    (lambda: hp.plan_fit(1, 8, 1, 1, bf16_activation_factor=0), r"bf16_activation_factor must be a "
+    (lambda: hp.choose_interventions(1, 2.5, 1, 1), r"batch must be a positive whole number, got 2.5"),
+    (lambda: hp.choose_interventions(1, 8, 1, 1, bf16_activation_factor=0), r"bf16_activation_factor must be a "
                                                                   r"positive number, got 0: it is"),
 ])
 def test_every_helper_reports_its_own_argument(call, message):
@@ -55,6 +55,6 @@ def test_make_step_and_measure_memory_check_their_counts():
         hp.measure_memory(hp.Workload(lambda: None, model), steps=1.5)
 
 
-def test_plan_fit_takes_numpy_counts():
-    plan = hp.plan_fit(1000, np.int64(64), 1e6, 10**9, max_accumulation=np.int64(8))
+def test_choose_interventions_takes_numpy_counts():
+    plan = hp.choose_interventions(1000, np.int64(64), 1e6, 10**9, max_accumulation=np.int64(8))
     assert type(plan.micro_batch) is int and plan.micro_batch * plan.accumulation == 64
