@@ -104,7 +104,7 @@ def shown(path: Path) -> str:
 # ------------------------------------------------------------------------------- one notebook
 
 def count_checks(cells: list) -> tuple[int, int]:
-    """(check passed, check skipped) lines that hp.check and hp.skip printed in these cells' streams."""
+    """(check passed, check skipped) lines that hp.check and hp.cannot_check printed in these cells' streams."""
     passed = skipped = 0
     for cell in cells:
         for out in cell.get("outputs", []):
