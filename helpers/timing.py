@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .units import fmt_timed
@@ -84,9 +84,11 @@ class Timings:
     One rule for every figure: `timings[name]` is the median of that function's rounds, and
     `ratio(a, b)` is the ratio of those medians, so a printed ratio always agrees with the printed
     times; `spread(a, b)` is the range of the per-round ratios (each round compares runs made
-    moments apart), which always contains ratio(a, b)."""
+    moments apart), which always contains ratio(a, b). `cpu_rounds[name]`, when recorded, holds the
+    process CPU time (all its threads, time.process_time) of the same calls: `cpu_time(name)`."""
 
     rounds: dict[str, list[float]]
+    cpu_rounds: dict[str, list[float]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> float:
         if name not in self.rounds:
@@ -95,6 +97,15 @@ class Timings:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.rounds)
+
+    def cpu_time(self, name: str) -> float:
+        """Median CPU seconds that this process's threads spent in one call of name, from the same
+        rounds as timings[name]: above the wall time, threads worked in parallel; below, the call
+        waited (for the machine's other work, or for a device)."""
+        self[name]  # noqa: B018 (a clear KeyError for an unknown name)
+        if name not in self.cpu_rounds:
+            raise ValueError("these Timings hold no CPU times; time_together records them")
+        return statistics.median(self.cpu_rounds[name])
 
     def ratio(self, a: str, b: str) -> float:
         """Median time of a over median time of b (the figure compare() prints)."""
@@ -138,13 +149,15 @@ def time_together(fns: dict[str, Callable[[], Any]], *, repeats: int = 8, warmup
         for fn in fns.values():
             synchronize(fn())
     rounds: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
     order = list(fns)
     for r in range(repeats):
         for name in (order if r % 2 == 0 else order[::-1]):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             synchronize(fns[name]())
             rounds[name].append(time.perf_counter() - start)
-    timings = Timings(rounds)
+            cpu[name].append(time.process_time() - start_cpu)
+    timings = Timings(rounds, cpu)
     if verbose:
         for name in timings:
             print(f"{name}: {fmt_timed(1000 * timings[name], 'ms')}/call")

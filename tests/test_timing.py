@@ -117,3 +117,22 @@ def test_compare_prints_a_direction_only_outside_the_noise():
     assert close.within_noise("x", "y")
     assert close.compare("x", "y") == ("x / y: ~1 x, within the noise of this machine "
                                        "(rounds ~0.9 x to ~1.2 x)")
+
+
+def test_time_together_records_the_cpu_time_of_the_same_calls():
+    """A sleeping call takes wall time and almost no CPU time; a busy one takes CPU time: the CPU
+    times come from the same rounds as the wall times, so the two can be compared."""
+    def busy():
+        end = time.process_time() + 0.02
+        while time.process_time() < end:
+            pass
+
+    t = hp.time_together({"sleep": lambda: time.sleep(0.02), "busy": busy}, repeats=3, warmup=0,
+                         verbose=False)
+    assert len(t.cpu_rounds["sleep"]) == len(t.rounds["sleep"]) == 3
+    assert t.cpu_time("sleep") < 0.5 * t["sleep"]  # waiting is not computing
+    assert t.cpu_time("busy") >= 0.02  # the loop spins until its process has used 20 ms of CPU
+    with pytest.raises(ValueError, match="no CPU times"):
+        Timings({"a": [1.0]}).cpu_time("a")
+    with pytest.raises(KeyError):
+        t.cpu_time("other")
