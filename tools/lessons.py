@@ -63,12 +63,12 @@ def read_source(path: Path) -> nbformat.NotebookNode:
 
 def cells_for(source: nbformat.NotebookNode, fw: str) -> list[tuple[int, dict]]:
     """(index in the source, cell without the framework key) of every cell of fw's notebook."""
-    out = []
-    for k, cell in enumerate(source.cells):
-        if cell.metadata.get(KEY, fw) == fw:
-            meta = {m: v for m, v in cell.metadata.items() if m != KEY}
-            out.append((k, {"cell_type": cell.cell_type, "source": cell.source, "metadata": meta}))
-    return out
+    return [(k, {"cell_type": c.cell_type, "source": c.source, "metadata": {m: v for m, v in c.metadata.items() if m != KEY}})
+            for k, c in enumerate(source.cells) if c.metadata.get(KEY, fw) == fw]
+
+
+def new_cell(cell_type: str, source: str, metadata: dict) -> nbformat.NotebookNode:
+    return (nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell)(source, metadata=metadata)
 
 
 def keys(cells) -> list[tuple[str, str]]:
@@ -89,8 +89,7 @@ def generate(source: nbformat.NotebookNode, fw: str, old: nbformat.NotebookNode 
         same.update({a + i: olds[b + i] for i in range(n)})
     cells, unexecuted = [], 0
     for k, c in enumerate(new):
-        make = nbformat.v4.new_code_cell if c["cell_type"] == "code" else nbformat.v4.new_markdown_cell
-        cell = make(c["source"], metadata=c["metadata"])
+        cell = new_cell(c["cell_type"], c["source"], c["metadata"])
         if k in same:
             cell.id = same[k].id
             if c["cell_type"] == "code":
@@ -104,7 +103,7 @@ def generate(source: nbformat.NotebookNode, fw: str, old: nbformat.NotebookNode 
 
 
 def notebook_path(src: Path, fw: str) -> Path:
-    return src.parents[1] / "notebooks" / fw / f"{src.stem}.ipynb"
+    return src.parents[1] / course.FOLDERS["lessons"] / fw / f"{src.stem}.ipynb"
 
 
 def write_notebooks(srcs: list[Path], *, force=False, check=False, record=False) -> list[str]:
@@ -147,23 +146,17 @@ def write_notebooks(srcs: list[Path], *, force=False, check=False, record=False)
 def import_pair(lesson: str, root: Path = ROOT) -> tuple[Path, int, int]:
     """The migration: a source from the committed twins. A markdown cell identical in both becomes
     shared; every other cell is kept once per framework, tagged. Returns (path, shared, specific)."""
-    stem = source_path(lesson, root).stem
-    nbs = {fw: nbformat.read(root / "notebooks" / fw / f"{stem}.ipynb", as_version=4) for fw in FRAMEWORKS}
-    (a, b) = (nbs[fw].cells for fw in FRAMEWORKS)
+    path = source_path(lesson, root)
+    nbs = {fw: nbformat.read(notebook_path(path, fw), as_version=4) for fw in FRAMEWORKS}
+    (fa, fb), (a, b) = FRAMEWORKS, (nbs[fw].cells for fw in FRAMEWORKS)
     key = lambda fw, cells: [(c.cell_type, c.source) if c.cell_type == "markdown" else (fw, k) for k, c in enumerate(cells)]
-    (fa, fb) = FRAMEWORKS
+    tagged = lambda cells, fw: [new_cell(c.cell_type, c.source, {**c.metadata, KEY: fw}) for c in cells]
     out, i, j, shared = [], 0, 0, 0
-
-    def tagged(cell, fw):
-        make = nbformat.v4.new_code_cell if cell.cell_type == "code" else nbformat.v4.new_markdown_cell
-        return make(cell.source, metadata={**cell.metadata, KEY: fw})
-
     for m, n, size in difflib.SequenceMatcher(None, key(fa, a), key(fb, b), autojunk=False).get_matching_blocks():
-        out += [tagged(c, fa) for c in a[i:m]] + [tagged(c, fb) for c in b[j:n]]
-        out += [nbformat.v4.new_markdown_cell(c.source, metadata=dict(c.metadata)) for c in a[m:m + size]]
+        out += tagged(a[i:m], fa) + tagged(b[j:n], fb)
+        out += [new_cell(c.cell_type, c.source, dict(c.metadata)) for c in a[m:m + size]]
         i, j, shared = m + size, n + size, shared + size
     src = nbformat.v4.new_notebook(cells=out, metadata={"kernelspec": nbs[fa].metadata.get("kernelspec")})
-    path = root / SOURCES / f"{stem}.md"
     path.parent.mkdir(exist_ok=True)
     jupytext.write(src, path, fmt="md:myst")
     return path, shared, len(out) - shared
