@@ -1,5 +1,9 @@
 """Every PyTorch notebook has a JAX twin with the same file name and the same main-line headings in order
-(asides, headed "Aside: ...", and what follows a final "Appendix" heading may differ between the twins)."""
+(asides, headed "Aside: ...", and what follows a final "Appendix" heading may differ between the twins).
+A lesson's twins are generated from one source (lessons/NN_topic.md, tools/lessons.py), whose
+framework-specific cells may still hold headings: the headings the source gives each framework must
+agree, and the committed twins are checked too (tests/test_lesson_sources.py checks they are what the
+source generates)."""
 
 import re
 from pathlib import Path
@@ -8,6 +12,7 @@ import nbformat
 import pytest
 
 from tools import course
+from tools import lessons as L
 
 ROOT = course.ROOT
 LESSONS, SOLUTION_NBS = course.notebooks("lessons"), course.notebooks("solutions")
@@ -43,6 +48,16 @@ def test_twins_share_their_headings(name):
     ours, theirs = headings(TORCH / name), headings(JAX / name)
     assert len(ours) >= 3, f"{name} has too few headings to pair"
     assert ours == theirs
+
+
+@pytest.mark.parametrize("src", L.sources(), ids=[p.stem for p in L.sources()])
+def test_the_source_gives_both_frameworks_the_same_headings(src):
+    source = L.read_source(src)
+    ours, theirs = ([c for _, c in L.cells_for(source, fw)] for fw in ("pytorch", "jax"))
+    ours, theirs = course.main_line_headings(ours), course.main_line_headings(theirs)
+    assert len(ours) >= 3 and ours == theirs, (
+        f"{course.rel(src)}: the headings of its PyTorch cells and its JAX cells differ; a heading both "
+        f"twins have can be one shared cell (no framework key)")
 
 
 def test_notebook_names_are_numbered_lessons():

@@ -4,12 +4,13 @@ The lessons, exercises and solutions are turned into MyST pages under build/site
 (myst-parser, sphinx-design, sphinx-book-theme; configuration in site/conf.py) renders into
 build/site/html with warnings as errors.
 
-A lesson is one page. Its PyTorch and JAX notebooks have the same main-line headings
-(tests/test_pairing.py; the headings of asides may differ and become bold lines in their section),
-so the page follows the shared headings, and under each heading puts the two notebooks' cells in a
-pair of tabs, PyTorch and JAX. All tab sets belong to one sync group, so one click switches every
-section of every page (the choice is remembered by the browser; `?framework=jax` in a URL picks JAX).
-Exercises and solutions get one page each, with the same tabs where a notebook has a twin.
+A lesson is one page, rendered from its source lessons/NN_topic.md (tools/lessons.py), whose twins
+have the same main-line headings (tests/test_pairing.py; the headings of asides may differ and become
+bold lines in their section). The page follows those headings: a cell the source shares is shown
+once, each run of framework-specific cells as a pair of tabs, PyTorch and JAX, with the outputs of
+the executed notebooks. All tab sets belong to one sync group, so one click switches every section of
+every page (the choice is remembered by the browser; `?framework=jax` in a URL picks JAX). Exercises
+and solutions get one page each, with the same tabs where a notebook has a twin.
 
 Titles, twins and run times come from catalog.toml (tools/catalog.py); every "In JupyterLab" link
 points into the JupyterLab that `make lab` starts, rooted at the repository. The build ends by checking
@@ -30,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from itertools import groupby
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -38,7 +40,7 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from tools import catalog, course
+from tools import catalog, course, lessons
 from tools.course import BEGIN, END, FRAMEWORKS, HEADING, NEUTRAL, AsideTracker
 
 ROOT = course.ROOT
@@ -89,11 +91,7 @@ def colon_block(directive: str, argument: str, options: dict[str, str], body: st
 @dataclass
 class Section:
     heading: str | None  # the heading's source line, None for what comes before the first one
-    parts: list[str] = field(default_factory=list)  # MyST chunks
-
-    @property
-    def body(self) -> str:
-        return "\n".join(self.parts).strip()
+    parts: list[tuple[int | None, str]] = field(default_factory=list)  # (shared source cell or None, MyST)
 
 
 def offer_raw(rel: str) -> str:
@@ -188,9 +186,11 @@ class Renderer:
                     parts.append(fence(ANSI.sub("", plain), "{code-block} none", ":class: cell-output\n\n"))
         return parts
 
-    def sections(self, notebook: Path, doc: str, fw: str) -> list[Section]:
-        """The notebook as a list of sections, each starting at one of its headings."""
+    def sections(self, notebook: Path, doc: str, fw: str, shared: list | None = None) -> list[Section]:
+        """The notebook as a list of sections, each starting at one of its headings; a cell's parts
+        carry shared[n], the index of the source cell both twins share (None: this framework's own)."""
         nb = json.loads(notebook.read_text())
+        shared = shared or [None] * len(nb["cells"])
         lexer = "ipython3" if nb.get("metadata", {}).get("kernelspec", {}).get("language", "python") == "python" else "none"
         figures = (SRC / doc).parent / "figures"
         prefix = f"{Path(doc).name}-{fw}"
@@ -202,16 +202,16 @@ class Renderer:
                     if kind == "heading" and asides.heading(text):
                         out.append(Section(text))
                     elif kind == "heading":  # an aside's heading: a line in the section, which may differ per twin
-                        out[-1].parts.append(f"**{HEADING.match(text).group(2).strip()}**\n")
+                        out[-1].parts.append((shared[n], f"**{HEADING.match(text).group(2).strip()}**\n"))
                     else:
-                        out[-1].parts.append(text + "\n")
+                        out[-1].parts.append((shared[n], text + "\n"))
             elif cell["cell_type"] == "code":
                 if source.strip():
-                    out[-1].parts.append(fence(source, f"{{code-block}} {lexer}", ":class: cell-input\n\n"))
-                out[-1].parts += self.outputs(cell, figures, f"{prefix}-c{n:02d}")
+                    out[-1].parts.append((shared[n], fence(source, f"{{code-block}} {lexer}", ":class: cell-input\n\n")))
+                out[-1].parts += [(None, o) for o in self.outputs(cell, figures, f"{prefix}-c{n:02d}")]  # each its own
             else:  # raw cells are not shown
                 continue
-        if out[0].heading is None and not out[0].body:
+        if out[0].heading is None and not out[0].parts:
             out.pop(0)
         return out
 
@@ -220,35 +220,36 @@ def tabs(bodies: dict[str, str]) -> str:
     """One tab per framework, synced across the site; a body missing from a notebook says so."""
     items = []
     for fw, label in FRAMEWORKS.items():
-        body = bodies.get(fw, "").strip() or f"*The {label} notebook has nothing under this heading.*"
+        body = bodies.get(fw, "").strip() or f"*The {label} notebook has nothing here.*"
         items.append(colon_block("tab-item", label, {"sync": fw, "class-content": f"fw-{fw}"}, body, 5))
     return colon_block("tab-set", "", {"sync-group": "framework", "class": "framework-tabs"},
                        "\n".join(items), 6)
 
 
 def paired(sections: dict[str, list[Section]], names: str) -> list[tuple[str | None, str]]:
-    """Twin notebooks' sections, zipped by heading: (heading, MyST with tabs where they differ)."""
+    """Twin notebooks' sections (or one notebook's), zipped by heading: (heading, MyST), where a shared
+    cell is shown once and each run of framework-specific cells between shared ones as tabs (once, if
+    they are equal)."""
     headings = {fw: [s.heading for s in secs] for fw, secs in sections.items()}
-    first, *others = headings.values()
-    for fw, hs in headings.items():
-        if hs != first:
-            diff = next((a, b) for a, b in zip(first + [None] * 99, hs + [None] * 99) if a != b)
-            raise SiteError(f"{names}: the twins' headings differ ({diff[0]!r} vs {diff[1]!r}); "
-                            "see tests/test_pairing.py")
+    if len({tuple(h) for h in headings.values()}) > 1:
+        raise SiteError(f"{names}: the twins' headings differ ({' vs '.join(map(str, headings.values()))}); "
+                        "see tests/test_pairing.py")
     out = []
-    for k, heading in enumerate(first):
-        bodies = {fw: secs[k].body for fw, secs in sections.items()}
-        if not any(bodies.values()):
-            out.append((heading, ""))
-        elif len(set(bodies.values())) == 1:
-            out.append((heading, next(iter(bodies.values()))))  # the same text in both: shown once
-        else:
-            out.append((heading, tabs(bodies)))
+    for k, heading in enumerate(headings[next(iter(sections))]):
+        runs, shared = {fw: [""] for fw in sections}, {fw: [] for fw in sections}
+        for fw, secs in sections.items():  # runs[fw]: own text, shared cell, own text, shared cell, ...
+            for key, group in groupby(secs[k].parts, key=lambda part: part[0]):
+                text = "\n".join(t for _, t in group).strip()
+                if key is None:
+                    runs[fw][-1] = text
+                else:
+                    shared[fw].append(key)
+                    runs[fw] += [text, ""]
+        if len({tuple(keys) for keys in shared.values()}) > 1:
+            raise SiteError(f"{names}, under {heading!r}: the twins share different cells")
+        blocks = [t[0] if len(set(t)) == 1 else tabs(dict(zip(runs, t))) for t in zip(*runs.values())]
+        out.append((heading, "\n".join(b for b in blocks if b)))
     return out
-
-
-def single(sections: list[Section]) -> list[tuple[str | None, str]]:
-    return [(s.heading, s.body) for s in sections]
 
 
 def assemble(blocks: list[tuple[str | None, str]], title: str | None, header: str) -> str:
@@ -316,13 +317,9 @@ class Book:
         self.facts = catalog.load() if facts is None else facts
         self.lesson_facts = {e["id"]: e for e in self.facts["lesson"]}
         self.exercise_facts = {e["number"]: e for e in self.facts["exercise"]}
-        lessons = course.notebooks("lessons")
-        self.lessons = sorted(p.stem for p in lessons if p.parent.name == "pytorch")
-        jax = sorted(p.stem for p in lessons if p.parent.name == "jax")
-        if jax != self.lessons:
-            raise SiteError(f"notebooks/pytorch and notebooks/jax hold different lessons: {self.lessons} vs {jax}")
+        self.lessons = [p.stem for p in lessons.sources()]  # each generates its twins (checked in lesson())
         if set(self.lessons) != set(self.lesson_facts):
-            raise SiteError(f"catalog.toml's lessons {sorted(self.lesson_facts)} are not the notebooks' {self.lessons}")
+            raise SiteError(f"catalog.toml's lessons {sorted(self.lesson_facts)} are not lessons/'s {self.lessons}")
         self.exercises: dict[int, Exercise] = {}
         for path in course.notebooks("solutions"):
             number = int(re.match(r"ex(\d+)", path.stem).group(1))
@@ -348,18 +345,21 @@ class Book:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
-    # a lesson: both notebooks, section by section, in tabs
+    # a lesson: its source, section by section, the framework-specific cells in tabs
     def lesson(self, name: str) -> None:
-        doc = f"lessons/{name}"
+        doc, src = f"lessons/{name}", ROOT / lessons.SOURCES / f"{name}.md"
+        if problems := lessons.write_notebooks([src], check=True):
+            raise SiteError("; ".join(problems))
+        source = lessons.read_source(src)
         sections, entries = {}, {}
         for fw in FRAMEWORKS:
             rel = f"notebooks/{fw}/{name}.ipynb"
             offer_raw(rel)
-            sections[fw] = self.renderer.sections(ROOT / rel, doc, fw)
+            shared = [None if lessons.KEY in source.cells[k].metadata else k for k, _ in lessons.cells_for(source, fw)]
+            sections[fw] = self.renderer.sections(ROOT / rel, doc, fw, shared)
             entries[fw] = open_lines(rel, catalog.fmt_s(self.lesson_facts[name]["cpu_s"].get(fw)) or None)
-        note = ("A lesson comes as two notebooks with the same headings. Under each heading, the tabs "
-                "switch between the PyTorch and the JAX notebook; the choice applies to every section "
-                "and every page.")
+        note = ("A lesson is one text with two notebooks. Where they differ, the tabs switch between "
+                "the PyTorch and the JAX notebook; the choice applies to every section and every page.")
         self.write(doc, assemble(paired(sections, name), None, header_box(entries, note)))
 
     # an exercise or a solution: tabs where the notebook has a twin, a label where it has none
@@ -378,11 +378,9 @@ class Book:
         if NEUTRAL in ex.folders:
             note = (f"{{bdg-secondary}}`framework-neutral` A derivation with a numeric check in plain "
                     f"Python (`{NEUTRAL}/`): the same for PyTorch and JAX. See also {other_link}.")
-            blocks = single(sections[NEUTRAL])
         elif len(fws) == 2:
             note = (f"{{bdg-primary}}`PyTorch` {{bdg-primary}}`JAX` This exercise has a notebook per "
                     f"framework: the tabs switch between them. See also {other_link}.")
-            blocks = paired({fw: sections[fw] for fw in fws}, ex.stem)
         else:
             (fw,) = fws
             twin = self.counterpart(ex)
@@ -390,8 +388,7 @@ class Book:
                    f"[Exercise {twin[1].number}](/{kind}/{twin[1].stem}.md).") if twin else \
                   f" There is no {' or '.join(FRAMEWORKS[f] for f in FRAMEWORKS if f != fw)} version."
             note = f"{{bdg-primary}}`{FRAMEWORKS[fw]} only`{alt} See also {other_link}."
-            blocks = single(sections[fw])
-        title = None
+        blocks, title = paired(sections, ex.stem), None  # one notebook, or twins in tabs
         if kind == "solutions":
             first = blocks[0][0] or ""
             title = re.sub(r"^# Exercise\b", "# Solution", first) if first.startswith("# Exercise") else f"# Solution: {first.lstrip('# ')}"
@@ -421,8 +418,8 @@ class Book:
 
 ## Lessons
 
-Each lesson is a pair of notebooks, PyTorch and JAX, with the same headings; its page shows both,
-switchable with the tabs under every heading.
+Each lesson is one text with a PyTorch and a JAX notebook; its page shows the shared text once and
+the framework-specific cells in tabs.
 
 {chr(10).join(rows)}
 
