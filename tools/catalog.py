@@ -34,8 +34,9 @@ HEADER = """\
 # lesson:   id (the notebooks' file name in notebooks/pytorch/ and notebooks/jax/), order, title (the
 #           notebooks' first heading, without "NN · "), summary (what it shows)
 # exercise: id (file name in solutions/<folder>/), number, order (on the start page), after_lesson,
-#           title (the notebook's first heading, without "Exercise N · "), finds (what the solution
-#           finds on a CPU), counterpart (the number of the same exercise for the other framework),
+#           title (the notebook's first heading, without "Exercise N · "), asks (what the exercise
+#           asks, never what it finds: the README shows it before a student starts), counterpart
+#           (the number of the same exercise for the other framework),
 #           points (nbgrader's total per notebook, tools/nbgrader_metadata.py)
 # cpu_s:    seconds per notebook of `make outputs` at the cpu profile, written by tools/execute.py
 # gpu_s:    seconds per notebook of a real `make gpu-check` at the gpu profile (ARGS=--record);
@@ -44,7 +45,7 @@ HEADER = """\
 #           2 workers), so that tools/catalog.py can start them among the longest notebooks
 """
 FIELDS = {"lesson": ("id", "order", "title", "summary", "cpu_s", "gpu_s"),
-          "exercise": ("id", "number", "order", "after_lesson", "title", "finds", "counterpart", "points",
+          "exercise": ("id", "number", "order", "after_lesson", "title", "asks", "counterpart", "points",
                        "cpu_s", "gpu_s")}
 BEGIN_MARK, END_MARK = "<!-- generated from catalog.toml: {} -->", "<!-- end of generated {} -->"
 
@@ -165,12 +166,12 @@ def readme_lessons(data: dict) -> str:
 
 
 def readme_exercises(data: dict) -> str:
-    rows = ["| # | exercise | folders | what the solution finds on a CPU (cpu profile) | points | CPU run time |",
+    rows = ["| # | exercise | folders | what it asks | points | CPU run time |",
             "| --- | --- | --- | --- | --- | --- |"]
     for e in sorted(data["exercise"], key=lambda e: e["number"]):
         folders = ", ".join(f"`{f}/`" for f in e["cpu_s"])
         points = " / ".join(str(e["points"][f]) for f in e["cpu_s"])
-        rows.append(f"| {e['number']} | {e['title']} | {folders} | {e['finds']} | {points} | {times(e, 'exercise')} |")
+        rows.append(f"| {e['number']} | {e['title']} | {folders} | {e['asks']} | {points} | {times(e, 'exercise')} |")
     return "\n".join(rows)
 
 
