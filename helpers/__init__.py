@@ -14,7 +14,7 @@ from .anatomy import (bytes_per_param, gpt_activation_bytes, linear_stack_activa
                       persistent_bytes)
 from .checkpointing import best_segment, segment_peak
 from .checks import ClaimFailed, WrongAnswer, answer_digest, cannot_check, check, check_answer
-from .device import describe, profile, sized, torch_device
+from .device import describe, device_label, profile, sized, torch_device
 from .formats import FORMATS, float_format
 from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
 from .planner import choose_interventions
@@ -33,7 +33,7 @@ _LAZY = {
     "memory_jax": ("XlaMemoryPlan", "device_memory", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
-    "plotting": ("bars2", "memory_timeline", "plot", "stacked", "stacked_bars"),
+    "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "stacked", "stacked_bars"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

@@ -86,3 +86,34 @@ def describe() -> str:
 
         where.append(f"jax on {jax.default_backend()}")
     return f"{', '.join(where) or 'no framework imported'}; size profile {profile()!r}"
+
+
+def device_label() -> str:
+    """A short name for the device this run measures on, for figure titles: the GPU's name, or
+    'CPU, N cores, ISA' with the vector ISA the kernels may use (ATEN_CPU_CAPABILITY and
+    XLA_FLAGS=--xla_cpu_max_isa caps included)."""
+    if "torch" in sys.modules and torch_device().type == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name(torch_device())
+    if "jax" in sys.modules:
+        import jax
+
+        if jax.default_backend() == "gpu":
+            return jax.devices()[0].device_kind
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"CPU, {cores} core{'s' if cores != 1 else ''}{_cpu_isa()}"
+
+
+def _cpu_isa() -> str:
+    """', AVX-512' / ', AVX2' / '' : the widest x86 vector ISA the CPU has and no cap forbids."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return ""
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
+    caps = os.environ.get("ATEN_CPU_CAPABILITY", "") + " " + os.environ.get("XLA_FLAGS", "")
+    if isa == "AVX-512" and "avx2" in caps.lower() and "avx512" not in caps.lower():
+        isa = "AVX2"
+    return f", {isa}" if isa else ""

@@ -3,6 +3,7 @@ given) and returns the axes; the notebook cell ends with plt.show(), so no objec
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import matplotlib.pyplot as plt
@@ -33,13 +34,47 @@ def plot(x: Sequence[float], ys: Sequence[Sequence[float]], xlabel: str = "", yl
     return ax
 
 
+@dataclass(frozen=True)
+class Reference:
+    """Figures quoted from elsewhere (a source text's GPU run), drawn hatched beside this run's bars.
+    `left`/`right` hold one value per label of the panel, or None where the source gives none."""
+
+    source: str
+    left: Sequence[float | None] | None = None
+    right: Sequence[float | None] | None = None
+
+
+def measured_on(title: str) -> str:
+    """A figure title that names the device the figure was measured on (figures get copied without
+    the prose around them)."""
+    from .device import device_label
+
+    return f"{title}\nmeasured on {device_label()}"
+
+
 def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
           left_label: str, right_label: str, title: str = "",
-          figsize: tuple[float, float] = (9.0, 3.2)) -> tuple[plt.Axes, plt.Axes]:
-    """Two bar panels side by side over the same labels (e.g. peak memory and step time)."""
+          figsize: tuple[float, float] = (9.0, 3.2), *,
+          reference: Reference | None = None) -> tuple[plt.Axes, plt.Axes]:
+    """Two bar panels side by side over the same labels (e.g. peak memory and step time); with a
+    `reference`, its quoted figures are drawn hatched beside this run's bars and labelled."""
     fig, (a, b) = plt.subplots(1, 2, figsize=figsize)
-    for ax, vals, lab, color in ((a, left, left_label, "#4c72b0"), (b, right, right_label, "#dd8452")):
-        ax.bar(list(labels), list(vals), color=color)
+    refs = (reference.left, reference.right) if reference else (None, None)
+    xs = list(range(len(labels)))
+    for ax, vals, ref, lab, color in ((a, left, refs[0], left_label, "#4c72b0"),
+                                      (b, right, refs[1], right_label, "#dd8452")):
+        if ref is not None and len(ref) != len(labels):
+            raise ValueError(f"reference for {lab!r} has {len(ref)} values for {len(labels)} labels; "
+                             "give one per label, None where the source has none")
+        width = 0.4 if ref is not None else 0.8
+        shift = width / 2 if ref is not None else 0.0
+        ax.bar([x - shift for x in xs], list(vals), width=width, color=color, label="this run")
+        if ref is not None:
+            pairs = [(x + shift, v) for x, v in zip(xs, ref) if v is not None]
+            ax.bar([x for x, _ in pairs], [v for _, v in pairs], width=width, color="white",
+                   edgecolor=color, hatch="//", label=reference.source)
+            ax.legend(fontsize=7)
+        ax.set_xticks(xs, list(labels))
         ax.set_ylabel(lab)
         ax.tick_params(axis="x", rotation=20)
         ax.grid(True, axis="y", alpha=0.3)

@@ -47,3 +47,29 @@ def test_stacked_bars_reject_mismatched_lengths():
     with pytest.raises(ValueError, match="has 1 values for 2 labels"):
         hp.stacked_bars(["a", "b"], {"parameters": [1.0]}, "MB")
     plt.close("all")
+
+
+def test_bars2_draws_a_reference_hatched_beside_this_run_where_it_has_values():
+    ref = hp.Reference("source 002, A100 GPU", right=[None, 1.5])
+    a, b = hp.bars2(["fp32", "bf16"], [2.0, 1.0], [3.0, 4.0], "MB", "ms", reference=ref)
+    assert len(a.patches) == 2 and len(b.patches) == 3
+    assert b.get_legend_handles_labels()[1] == ["this run", "source 002, A100 GPU"]
+    assert b.patches[2].get_hatch() == "//"
+    plt.close("all")
+
+
+def test_bars2_refuses_a_reference_of_the_wrong_length():
+    import pytest
+
+    with pytest.raises(ValueError, match="one per label"):
+        hp.bars2(["fp32", "bf16"], [2.0, 1.0], [3.0, 4.0], "MB", "ms",
+                 reference=hp.Reference("src", left=[1.0]))
+    plt.close("all")
+
+
+def test_figure_titles_name_the_device(monkeypatch):
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    title = hp.measured_on("step time")
+    assert title.startswith("step time\nmeasured on ")
+    assert "CPU" in title or "GPU" in title or "NVIDIA" in title
+    assert "AVX-512" not in title
