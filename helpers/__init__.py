@@ -14,7 +14,7 @@ from .anatomy import (bytes_per_param, gpt_activation_bytes, linear_stack_activa
                       persistent_bytes)
 from .checkpointing import best_segment, segment_peak
 from .checks import ClaimFailed, WrongAnswer, answer_digest, cannot_check, check, check_answer
-from .device import describe, device_label, profile, sized, torch_device
+from .device import describe, profile, sized, torch_device
 from .formats import FORMATS, float_format
 from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
 from .planner import choose_interventions

@@ -88,7 +88,7 @@ def describe() -> str:
     return f"{', '.join(where) or 'no framework imported'}; size profile {profile()!r}"
 
 
-def device_label() -> str:
+def _device_label() -> str:
     """A short name for the device this run measures on, for figure titles: the GPU's name, or
     'CPU, N cores, ISA' with the vector ISA the kernels may use (ATEN_CPU_CAPABILITY and
     XLA_FLAGS=--xla_cpu_max_isa caps included)."""

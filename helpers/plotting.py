@@ -47,9 +47,9 @@ class Reference:
 def measured_on(title: str) -> str:
     """A figure title that names the device the figure was measured on (figures get copied without
     the prose around them)."""
-    from .device import device_label
+    from .device import _device_label
 
-    return f"{title}\nmeasured on {device_label()}"
+    return f"{title}\nmeasured on {_device_label()}"
 
 
 def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],

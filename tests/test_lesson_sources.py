@@ -114,13 +114,3 @@ def test_the_site_shows_a_shared_cell_once_and_the_rest_in_tabs():
     with pytest.raises(Exception, match="share different cells"):
         paired(own, "t")
 
-
-@pytest.mark.parametrize("src", L.sources(), ids=lambda p: p.stem)
-@pytest.mark.parametrize("fw", list(FRAMEWORKS))
-def test_the_stated_reading_time_is_the_one_the_rule_gives(src, fw):
-    st = L.stats(src, fw)
-    assert st["stated"] is not None, f"{src.name} ({fw}) states no 'Reading time: about N minutes'"
-    assert st["stated"] == st["estimate"], (
-        f"{src.name} ({fw}) says about {st['stated']} minutes; {st['main_words']} main-line words and "
-        f"{st['main_code']} code lines make {st['estimate']} by the rule in tools/lessons.py "
-        "(python -m tools.lessons stats)")

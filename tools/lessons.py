@@ -15,7 +15,7 @@ notebook whose cells were edited since (by hand, in JupyterLab) is never overwri
     python -m tools.lessons [NN ...]         # generate the twins (all lessons by default)
     python -m tools.lessons --check          # write nothing; exit 1 if a notebook is out of date
     python -m tools.lessons import NN [...]  # (re)build lessons/NN_*.md from the committed twins
-    python -m tools.lessons stats [NN ...]   # words, code lines and reading time per framework view
+    python -m tools.lessons stats [NN ...]   # tools.lesson_stats's figures per twin, and the shared share
 """
 
 from __future__ import annotations
@@ -168,47 +168,29 @@ def sources(root: Path = ROOT) -> list[Path]:
     return sorted((root / SOURCES).glob("[0-9][0-9]_*.md"))
 
 
-# Reading time: main-line prose at 180 words a minute and main-line code at 12 lines a minute (code is
-# read with its output), rounded to 5 minutes. A lesson states the result; tests check it does.
-WORDS_PER_MIN, CODE_LINES_PER_MIN = 180, 12
-_READING = re.compile(r"Reading time: about (\d+) minutes")
 
-
-def stats(src: Path, fw: str) -> dict:
-    """Words and code lines of one framework view of a lesson, main line and appendix apart, the
-    reading time the lesson states and the one the rule above gives."""
-    out = {"main_words": 0, "appendix_words": 0, "main_code": 0, "appendix_code": 0, "stated": None,
-           "shared_words": 0}
-    part = "main"
+def shared_share(src: Path, fw: str) -> float:
+    """The share of fw's markdown words (whole notebook) that are in shared cells of the source."""
+    from tools.lesson_stats import words
     source = read_source(src)
+    total = shared = 0
     for k, cell in cells_for(source, fw):
-        text = cell["source"]
         if cell["cell_type"] == "markdown":
-            if re.search(r"^## Appendix", text, re.M):
-                part = "appendix"
-            m = _READING.search(text)
-            if m and out["stated"] is None:
-                out["stated"] = int(m.group(1))
-            words = len(re.findall(r"[A-Za-z0-9][\w'’.,-]*", text))
-            out[f"{part}_words"] += words
-            if KEY not in source.cells[k].metadata:
-                out["shared_words"] += words
-        elif cell["cell_type"] == "code":
-            out[f"{part}_code"] += sum(1 for line in text.splitlines() if line.strip())
-    minutes = out["main_words"] / WORDS_PER_MIN + out["main_code"] / CODE_LINES_PER_MIN
-    out["estimate"] = max(5, 5 * round(minutes / 5))
-    return out
+            n = words(cell["source"])
+            total += n
+            shared += n if KEY not in source.cells[k].metadata else 0
+    return shared / max(1, total)
 
 
 def print_stats(srcs: list[Path]) -> None:
-    print(f"{'lesson':28} {'fw':8} {'words':>6} {'+app':>5} {'code':>5} {'+app':>5} {'stated':>6} {'rule':>5} {'shared':>6}")
+    """tools/lesson_stats.py's figures for each generated twin, with the share of shared prose."""
+    from tools import lesson_stats
+    print(f"{'lesson':28} {'fw':8} {'words':>6} {'aside':>6} {'code':>5} {'stated':>6} {'rule':>5} {'shared':>6}")
     for src in srcs:
         for fw in course.FRAMEWORKS:
-            st = stats(src, fw)
-            print(f"{src.stem:28} {fw:8} {st['main_words']:6} {st['appendix_words']:5} {st['main_code']:5} "
-                  f"{st['appendix_code']:5} {st['stated'] or '-':>6} {st['estimate']:5} "
-                  f"{st['shared_words'] / max(1, st['main_words'] + st['appendix_words']):6.0%}")
-
+            st = lesson_stats.stats(notebook_path(src, fw))
+            print(f"{src.stem:28} {fw:8} {st.main_words:6} {st.aside_words:6} {st.main_code:5} "
+                  f"{st.stated_minutes or '-':>6} {st.minutes:5} {shared_share(src, fw):6.0%}")
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
