@@ -11,10 +11,13 @@ Workers must be importable functions (spawn pickles them by name), hence here an
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import queue
+import signal
 import socket
+import sys
 import time
 import traceback
 from typing import Any, Callable
@@ -35,6 +38,8 @@ def _free_port() -> int:
 
 
 def _entry(fn: Callable, rank: int, world: int, port: int, backend: str, args: tuple, results: Any) -> None:
+    if sys.platform.startswith("linux"):  # should the launching kernel be killed outright, take the rank with it
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     try:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         torch.set_num_threads(1)   # N ranks share the machine's cores

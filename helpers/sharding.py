@@ -127,7 +127,7 @@ def smallest_fit(n_params: int, device_bytes: int, activation_bytes: int = 0, *,
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f16": 2, "bf16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4,
                 "u32": 4, "f64": 8, "s64": 8, "u64": 8}
 _KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
-_COLLECTIVE = re.compile(r"=\s+(\([^()]*\)|\w+\[[\d,]*\](?:\{[^}]*\})?)\s+(" + "|".join(_KINDS) + r")(-start)?\(")
+_COLLECTIVE = re.compile(r"=\s+(\((?:[^()]|\([^()]*\))*\)|\w+\[[\d,]*\](?:\{[^}]*\})?)\s+(" + "|".join(_KINDS) + r")(-start)?\(")
 
 
 @dataclass(frozen=True)
