@@ -81,3 +81,12 @@ def test_collective_bytes_counts_kinds_payloads_and_ring_bytes():
     assert c["collective-permute"].count == 0
     with pytest.raises(ValueError, match="unknown element type"):
         hp.collective_bytes("%a = c64[2]{0} all-reduce(%b)", 2)
+
+
+def test_the_planners_add_devices_rung_names_the_devices_and_stage():
+    # 16P alone exceeds the card: no single-device rung can help, the sharding formulas decide
+    plan = hp.choose_interventions(P, 8, 1000.0, 13 * P, max_accumulation=8)
+    assert plan.rungs[-1] == "add devices" and not plan.fits
+    fit = hp.smallest_fit(P, 13 * P, activation_bytes=8 * 1000 // 8)
+    assert (plan.devices, plan.zero_stage) == (fit.n_devices, fit.stage) == (2, 1)
+    assert hp.choose_interventions(P, 8, 1000.0, 100 * P).zero_stage is None   # fits one device
