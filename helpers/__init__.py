@@ -20,6 +20,7 @@ from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
 from .planner import choose_interventions
 from .program_text import count_ops, dot_operand_dtypes
 from .search import first_below
+from .sharding import collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
 from .timing import Benchmark, synchronize, time_together
 from .units import fmt_bytes, fmt_ratio, fmt_timed
 
@@ -32,6 +33,7 @@ _LAZY = {
     "gpt_torch": ("GPTBlock", "MiniGPT", "make_step"),
     "memory_jax": ("XlaMemoryPlan", "device_memory", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
+    "distributed_torch": ("launch", "rank_memory"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
     "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "stacked", "stacked_bars"),
 }

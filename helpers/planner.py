@@ -10,10 +10,11 @@ not a predictable number of bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ._validate import positive
 from .anatomy import persistent_bytes
+from .sharding import smallest_fit
 from .units import fmt_bytes
 
 RUNGS = ("bf16", "checkpoint", "accumulate", "add devices")
@@ -29,6 +30,8 @@ class InterventionPlan:
     estimate: int
     device_bytes: int
     usable_bytes: int
+    devices: int = 1              # the "add devices" rung: how many (helpers.sharding.smallest_fit) ...
+    zero_stage: int | None = None  # ... and the lowest ZeRO stage at which the step then fits
 
     @property
     def fits(self) -> bool:
@@ -105,4 +108,8 @@ def choose_interventions(n_params: int, batch: int, activation_bytes_per_example
     if largest > 1:
         rungs.append("accumulate")
     rungs.append("add devices")
-    return plan(largest)
+    # the rung made real: the fewest devices, then the lowest ZeRO stage, at which state + activations / N fit
+    fit = smallest_fit(n_params, int(device_bytes * (1 - headroom)), int(acts / largest), fixed_bytes=int(fixed_bytes),
+                       precision="mixed" if "bf16" in rungs else "fp32") if optimizer in ("adam", "adamw") else None
+    return replace(plan(largest), devices=fit.n_devices if fit and fit.fits else 1,
+                   zero_stage=fit.stage if fit and fit.fits else None)

@@ -130,7 +130,7 @@ def test_the_jupyterlab_addresses_resolve_against_make_labs_root():
 
 
 def test_listing_knows_its_kinds():
-    assert [p.parent.parent.name for p in course.notebooks("exercises")] == ["exercises"] * 20
+    assert [p.parent.parent.name for p in course.notebooks("exercises")] == ["exercises"] * 22
     assert course.START not in [course.rel(p) for p in course.notebooks("lessons")]
     with pytest.raises(ValueError, match="unknown kind of notebook \\['lesson'\\]"):
         course.notebooks("lesson")

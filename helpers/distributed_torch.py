@@ -1,0 +1,264 @@
+"""Run a function on N local torch.distributed ranks from a notebook, and the per-rank workers of
+lesson 06 (data parallelism, ZeRO-1, FSDP2) that count each rank's memory and communication.
+
+launch() starts the ranks as fresh processes (multiprocessing's spawn start method: a notebook's
+kernel cannot be forked safely), gives them a free local port to meet on (gloo on a CPU, NCCL on
+GPUs), and collects one result per rank. A rank that raises, dies or hangs past the timeout ends the
+launch with RankFailed naming the rank and its error; the other ranks are terminated, and so are all
+of them when the caller is interrupted (a notebook's stop button): no process outlives launch().
+Workers must be importable functions (spawn pickles them by name), hence here and not in a notebook.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import queue
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class RankFailed(RuntimeError):
+    """A rank of a launch raised, died or timed out; the message names the rank and its error."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _entry(fn: Callable, rank: int, world: int, port: int, backend: str, args: tuple, results: Any) -> None:
+    if sys.platform.startswith("linux"):  # should the launching kernel be killed outright, take the rank with it
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    try:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        torch.set_num_threads(1)   # N ranks share the machine's cores
+        dist.init_process_group(backend, rank=rank, world_size=world)
+        out = fn(rank, world, *args)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises RankFailed
+        # report first: leaving the process group could wait on ranks stuck in a collective
+        results.put((rank, False, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+        return
+    results.put((rank, True, out))
+    dist.destroy_process_group()
+
+
+def _stop(procs: list) -> None:
+    procs = [p for p in procs if p.pid is not None]  # started ones only
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 5
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def launch(fn: Callable, world: int, *args: Any, backend: str | None = None, timeout: float = 120.0) -> list:
+    """Run fn(rank, world, *args) on `world` local ranks in fresh processes; return their results
+    in rank order. Raises RankFailed (rank, exception, traceback) when a rank fails or times out,
+    after stopping every rank; an interrupt also stops every rank before it propagates."""
+    if not isinstance(world, int) or isinstance(world, bool) or world < 1:
+        raise ValueError(f"world must be a whole number of ranks, 1 or more, got {world!r}")
+    if getattr(fn, "__module__", "__main__") == "__main__" or "<locals>" in getattr(fn, "__qualname__", ""):
+        raise ValueError(f"{getattr(fn, '__qualname__', fn)!r} is defined in the notebook (or inside a "
+                         "function): spawned ranks import their function by name, so put it in a module")
+    backend = backend or ("nccl" if torch.cuda.device_count() >= world else "gloo")
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_entry, args=(fn, r, world, port, backend, args, results), daemon=True)
+             for r in range(world)]
+    got: dict[int, Any] = {}
+    failed: dict[int, str] = {}
+    try:
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + timeout
+        grace = None  # after a first failure, a moment for the others' reports (to tell cause from echo)
+        while len(got) + len(failed) < world:
+            now = time.monotonic()
+            if grace is not None and now > grace:
+                break
+            try:
+                rank, ok, out = results.get(timeout=0.2)
+                (got if ok else failed)[rank] = out
+                if not ok and grace is None:
+                    grace = time.monotonic() + 3
+                continue
+            except queue.Empty:
+                pass
+            silent = [r for r, p in enumerate(procs) if r not in got and r not in failed
+                      and p.exitcode not in (None, 0)]
+            if silent and grace is None:
+                grace = now + 3
+            if grace is None and now > deadline:
+                missing = [r for r in range(world) if r not in got]
+                raise RankFailed(f"rank {missing[0]} of {world} did not finish within {timeout:g} s "
+                                 "(waiting in a collective that another rank never joined?)") from None
+        for r, p in enumerate(procs):
+            if r not in got and r not in failed and p.exitcode not in (None, 0):
+                failed[r] = f"died with exit code {p.exitcode} before reporting"
+        if failed:
+            raise RankFailed(_failure_message(failed, world))
+        for p in procs:
+            p.join(10)
+        return [got[r] for r in range(world)]
+    finally:
+        _stop(procs)
+
+
+def _failure_message(failed: dict[int, str], world: int) -> str:
+    """Name the rank whose failure caused the others': a collective's error on one rank (gloo or
+    NCCL saying its peer went away) is usually the echo of another rank's exception or death."""
+    def echo(text: str) -> bool:
+        return any(w in text for w in ("gloo", "NCCL", "Connection reset", "Connection closed", "DistBackendError"))
+    order = sorted(failed, key=lambda r: (echo(failed[r]), r))
+    first = order[0]
+    msg = f"rank {first} of {world} failed: {failed[first]}"
+    if len(order) > 1:
+        msg += "\n(then " + "; ".join(f"rank {r}: {failed[r].splitlines()[0]}" for r in order[1:]) + ")"
+    return msg
+
+
+# -- lesson 06's workers -------------------------------------------------------------------------------
+
+def _mlp(width: int, depth: int) -> nn.Sequential:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.Tanh()]
+    return nn.Sequential(*layers)
+
+
+def _nbytes(tensors) -> int:
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if hasattr(t, "to_local"):  # a DTensor (FSDP2): count this rank's shard
+            t = t.to_local()
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = st.nbytes()
+    return sum(seen.values())
+
+
+def _state_tensors(optimizer: torch.optim.Optimizer) -> list:
+    inner = getattr(optimizer, "optim", optimizer)  # ZeroRedundancyOptimizer keeps its shard's state in .optim
+    return [v for s in inner.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim() > 0]
+
+
+def rank_memory(rank: int, world: int, stages: tuple[str, ...], width: int, depth: int, batch: int,
+                steps: int = 2) -> dict:
+    """Worker: the memory of each stage (see _stage_memory) in turn, in one launch (starting ranks is the slow part)."""
+    return {stage: _stage_memory(stage, rank, world, width, depth, batch, steps) for stage in stages}
+
+
+def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, batch: int, steps: int = 2) -> dict:
+    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2') and
+    return this rank's bytes of parameters, gradients, optimizer state and input after the last step,
+    and the collectives it called per step (calls, payload bytes, bytes sent)."""
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = _mlp(width, depth)
+    if stage in ("ddp", "zero1"):
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        model = DDP(model, gradient_as_bucket_view=True)  # gradients live in DDP's buckets, no second copy
+        model.register_comm_hook(None, allreduce_hook)  # DDP's all-reduce, called from Python (so counted)
+        if stage == "ddp":
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        else:
+            opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam, lr=1e-3)
+    elif stage == "fsdp2":
+        from torch.distributed.fsdp import fully_shard
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer)
+        fully_shard(model)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        raise ValueError(f"unknown stage {stage!r}; use 'ddp', 'zero1' or 'fsdp2'")
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(batch // world, width, generator=g)
+    with _CountedCollectives(rank, world) as comm:
+        for _ in range(steps):
+            opt.zero_grad(set_to_none=False)
+            model(x).pow(2).mean().backward()
+            opt.step()
+    params = list(model.parameters())
+    return {"parameters": _nbytes(params), "gradients": _nbytes([p.grad for p in params if p.grad is not None]),
+            "optimizer": _nbytes(_state_tensors(opt)), "input": x.nbytes,
+            "collectives": {k: [c // steps, b // steps, t // steps] for k, (c, b, t) in comm.counts.items() if c}}
+
+
+class _CountedCollectives:
+    """Count the torch.distributed collectives called while active, by kind: calls, payload bytes,
+    and the bytes this rank sends with ring algorithms (broadcast: a direct send from the source)."""
+
+    _KINDS = {"all_reduce": "all-reduce", "broadcast": "broadcast", "all_gather_single": "all-gather",
+              "all_gather_into_tensor": "all-gather", "reduce_scatter_single": "reduce-scatter",
+              "reduce_scatter_tensor": "reduce-scatter"}
+
+    def __init__(self, rank: int, world: int) -> None:
+        self.rank, self.world, self.saved = rank, world, {}
+        self.counts = {k: [0, 0, 0] for k in dict.fromkeys(self._KINDS.values())}
+
+    def _wrap(self, name: str, real: Callable) -> Callable:
+        kind, n = self._KINDS[name], self.world
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            t = args[0] if args else kwargs.get("tensor", kwargs.get("output"))
+            if kind == "reduce-scatter":
+                t = args[1] if len(args) > 1 else kwargs["input"]
+            size = t.numel() * t.element_size()
+            if kind == "all-reduce":
+                sent = 2 * (n - 1) * size // n
+            elif kind == "broadcast":
+                src = kwargs.get("src", args[1] if len(args) > 1 else None)
+                sent = (n - 1) * size if src == self.rank else 0
+            else:
+                sent = (n - 1) * size // n
+            c = self.counts[kind]
+            c[0], c[1], c[2] = c[0] + 1, c[1] + size, c[2] + sent
+            return real(*args, **kwargs)
+        return counted
+
+    def __enter__(self) -> "_CountedCollectives":
+        for name in self._KINDS:
+            self.saved[name] = getattr(dist, name)
+            setattr(dist, name, self._wrap(name, self.saved[name]))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for name, real in self.saved.items():
+            setattr(dist, name, real)
+
+
+def _fail_on(rank: int, world: int, bad_rank: int, how: str = "raise") -> int:
+    """Worker for testing launch(): rank bad_rank raises ValueError (how='raise'), exits without a
+    word ('exit') or hangs ('hang'); the others wait in a barrier for it."""
+    if rank == bad_rank:
+        if how == "raise":
+            raise ValueError(f"rank {rank} was told to fail")
+        if how == "exit":
+            os._exit(3)
+        time.sleep(3600)
+    dist.barrier()
+    return rank
+
+
+def _pid_of_rank(rank: int, world: int, seconds: float = 0.0) -> int:
+    """Worker for testing launch(): sleep, then return this rank's process id."""
+    time.sleep(seconds)
+    return os.getpid()

@@ -1,0 +1,166 @@
+"""Sharding arithmetic: the per-device bytes of each ZeRO stage, the bytes each stage communicates
+per step, and the smallest number of devices (and the lowest stage) at which a training step fits.
+
+Stage 0 is plain data parallelism (every device holds a full replica); stage 1 shards the optimizer
+state over the N devices, stage 2 the gradients too, stage 3 (FSDP) the parameters too (Rajbhandari
+et al. 2020). Shards are counted exactly: a tensor of n elements split over N devices puts
+ceil(n / N) elements on the largest shard, so pass sizes (or leave the default even split) as the
+framework splits them. No framework is imported.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ._validate import positive
+from .units import fmt_bytes
+
+STAGES = (0, 1, 2, 3)
+# bytes per parameter of (weights the passes read, gradients, optimizer state) with Adam:
+# fp32: 4 + 4 + 8 = 16P. mixed (the course's 18P, lesson 02): a bf16 copy of the weights for the passes,
+# fp32 gradients, and fp32 master weights + two moments as optimizer state. mixed16: the ZeRO paper's
+# form, 16-bit weights and gradients and 12 bytes of fp32 state: 2 + 2 + 12 = 16P.
+PRECISIONS = {"fp32": (4, 4, 8), "mixed": (2, 4, 12), "mixed16": (2, 2, 12)}
+
+
+@dataclass(frozen=True)
+class DeviceBytes:
+    """Per-device bytes of the persistent training state under one ZeRO stage."""
+
+    parameters: int
+    gradients: int
+    optimizer: int
+
+    @property
+    def total(self) -> int:
+        """Parameters + gradients + optimizer state on one device."""
+        return self.parameters + self.gradients + self.optimizer
+
+    def __str__(self) -> str:
+        return (f"{fmt_bytes(self.total)} = {fmt_bytes(self.parameters)} params + "
+                f"{fmt_bytes(self.gradients)} grads + {fmt_bytes(self.optimizer)} optimizer state")
+
+
+def _check(n_params: int, n_devices: int, stage: int, precision: str) -> None:
+    positive("n_params", n_params, "pass the model's parameter count", whole=True)
+    positive("n_devices", n_devices, "pass the number of devices the step is sharded over", whole=True)
+    if stage not in STAGES:
+        raise ValueError(f"stage must be one of {STAGES} (0: data parallel, 1: optimizer state sharded, "
+                         f"2: and gradients, 3: and parameters), got {stage!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+
+
+def _shard(n: int, n_devices: int) -> int:
+    return -(-n // n_devices)  # the largest shard: ceil(n / N) elements
+
+
+def zero_bytes(n_params: int, n_devices: int, stage: int, precision: str = "fp32") -> DeviceBytes:
+    """Per-device bytes of parameters, gradients and Adam state at a ZeRO stage: fp32 16P (stage 0),
+    8P + 8P/N (1), 4P + 12P/N (2), 16P/N (3); the largest shard when N does not divide P."""
+    _check(n_params, n_devices, stage, precision)
+    w, g, s = PRECISIONS[precision]
+    shard = _shard(int(n_params), int(n_devices))
+    return DeviceBytes(w * (shard if stage >= 3 else n_params), g * (shard if stage >= 2 else n_params),
+                       s * (shard if stage >= 1 else n_params))
+
+
+def sharded_bytes(sizes: list[int], n_devices: int, stage: int, precision: str = "fp32") -> DeviceBytes:
+    """zero_bytes for a model given as its tensors' element counts, each tensor split on its own
+    (as NamedSharding and FSDP2 split every parameter along its first axis)."""
+    if not sizes:
+        raise ValueError("sizes is empty: pass the element count of every parameter tensor")
+    parts = [zero_bytes(int(n), n_devices, stage, precision) for n in sizes]
+    return DeviceBytes(*(sum(getattr(p, f) for p in parts) for f in ("parameters", "gradients", "optimizer")))
+
+
+def communication_bytes(n_params: int, n_devices: int, stage: int, dtype_bytes: int = 4) -> int:
+    """Bytes one device sends per step with ring collectives, in rounds of (N-1)/N of the gradients:
+    stage 0 all-reduces them (2 rounds); stage 1 adds an all-gather of the updated parameters (3);
+    stage 2 reduce-scatters instead (2); stage 3 gathers the parameters again for backward (3)."""
+    _check(n_params, n_devices, stage, "fp32")
+    positive("dtype_bytes", dtype_bytes, "pass the bytes of one communicated element (4 for fp32)", whole=True)
+    rounds = {0: 2, 1: 3, 2: 2, 3: 3}[stage]
+    return rounds * (int(n_devices) - 1) * _shard(int(n_params), int(n_devices)) * int(dtype_bytes)
+
+
+@dataclass(frozen=True)
+class ShardingFit:
+    """The fewest devices and the lowest stage at which a step's estimate fits one device."""
+
+    n_devices: int
+    stage: int
+    estimate: int
+    device_bytes: int
+
+    @property
+    def fits(self) -> bool:
+        """Whether the estimate fits the device."""
+        return self.estimate <= self.device_bytes
+
+    def __str__(self) -> str:
+        if not self.fits:
+            return f"does not fit {fmt_bytes(self.device_bytes)} even on {self.n_devices} devices at stage 3"
+        return (f"{self.n_devices} device{'s' if self.n_devices > 1 else ''} at ZeRO stage {self.stage}: "
+                f"{fmt_bytes(self.estimate)} per device of {fmt_bytes(self.device_bytes)}")
+
+
+def smallest_fit(n_params: int, device_bytes: int, activation_bytes: int = 0, *, precision: str = "fp32",
+                 max_devices: int = 1024, fixed_bytes: int = 0) -> ShardingFit:
+    """The smallest N (then the lowest stage) at which state + activations / N + fixed_bytes fits
+    device_bytes: data parallelism divides the global batch, and so its activations, by N."""
+    positive("device_bytes", device_bytes, "pass the memory of one device in bytes")
+    positive("max_devices", max_devices, "pass the most devices to consider", whole=True)
+    if activation_bytes < 0 or fixed_bytes < 0:
+        raise ValueError("activation_bytes and fixed_bytes must not be negative: they are byte counts")
+    for n in range(1, int(max_devices) + 1):
+        for stage in STAGES if n > 1 else (0,):
+            est = zero_bytes(n_params, n, stage, precision).total + _shard(int(activation_bytes), n) + fixed_bytes
+            if est <= device_bytes:
+                return ShardingFit(n, stage, est, int(device_bytes))
+    n = int(max_devices)
+    return ShardingFit(n, 3, zero_bytes(n_params, n, 3, precision).total + _shard(int(activation_bytes), n)
+                       + fixed_bytes, int(device_bytes))
+
+
+_DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f16": 2, "bf16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4,
+                "u32": 4, "f64": 8, "s64": 8, "u64": 8}
+_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
+_COLLECTIVE = re.compile(r"=\s+(\((?:[^()]|\([^()]*\))*\)|\w+\[[\d,]*\](?:\{[^}]*\})?)\s+(" + "|".join(_KINDS) + r")(-start)?\(")
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The collectives of one kind in a compiled program: how many, the bytes of their results
+    (payload), and the bytes one device sends for them with ring algorithms."""
+
+    count: int
+    payload: int
+    sent: int
+
+
+def collective_bytes(hlo_text: str, n_devices: int) -> dict[str, Collectives]:
+    """Count a compiled HLO module's collectives by kind (all-reduce, all-gather, reduce-scatter,
+    all-to-all, collective-permute), with their payload bytes and the bytes one of n_devices sends
+    with ring algorithms: 2(N-1)/N of an all-reduce, (N-1)/N of an all-gather's result or an
+    all-to-all, (N-1) times a reduce-scatter's result shard."""
+    positive("n_devices", n_devices, "pass the number of devices the program runs on", whole=True)
+    n = int(n_devices)
+    found = {k: [0, 0] for k in _KINDS}
+    for shapes, kind, start in _COLLECTIVE.findall(hlo_text):
+        sizes = []
+        for dtype, dims in re.findall(r"(\w+)\[([\d,]*)\]", shapes):
+            if dtype not in _DTYPE_BYTES:
+                raise ValueError(f"unknown element type {dtype!r} in a {kind}: add it to _DTYPE_BYTES")
+            count = 1
+            for d in filter(None, dims.split(",")):
+                count *= int(d)
+            sizes.append(count * _DTYPE_BYTES[dtype])
+        if start and kind == "all-gather":  # async form: (operands, results); keep the results
+            sizes = sizes[len(sizes) // 2:]
+        found[kind][0] += 1
+        found[kind][1] += sum(sizes)
+    share = {"all-reduce": 2 * (n - 1) / n, "all-gather": (n - 1) / n, "reduce-scatter": n - 1,
+             "all-to-all": (n - 1) / n, "collective-permute": 1}
+    return {k: Collectives(c, b, round(b * share[k])) for k, (c, b) in found.items()}

@@ -1,0 +1,132 @@
+"""helpers.distributed_torch: ranks launched from Python report their results, a failing rank is
+named with its exception, and no rank process outlives a launch (failure, timeout or interrupt)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import helpers as hp
+from helpers import distributed_torch as D
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _children() -> set[int]:
+    me = os.getpid()
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(stat[1]) == me and stat[0] != "Z":
+                out.add(int(d.name))
+    return out
+
+
+def test_ranks_report_in_rank_order():
+    pids = hp.launch(D._pid_of_rank, 2, timeout=300)
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+    assert not any(_alive(p) for p in pids)
+
+
+def test_a_rank_that_raises_is_named_with_its_exception_and_nothing_is_left():
+    before = _children()
+    with pytest.raises(D.RankFailed, match=r"rank 1 of 2 failed: ValueError: rank 1 was told to fail"):
+        hp.launch(D._fail_on, 2, 1, "raise", timeout=300)
+    time.sleep(0.5)
+    assert _children() - before <= {p for p in _children() if not _alive(p)}
+
+
+def test_a_rank_that_dies_silently_is_named_with_its_exit_code():
+    with pytest.raises(D.RankFailed, match=r"rank 0 of 2 failed: died with exit code 3"):
+        hp.launch(D._fail_on, 2, 0, "exit", timeout=300)
+
+
+def test_a_hanging_launch_times_out_and_stops_every_rank():
+    before = _children()
+    with pytest.raises(D.RankFailed, match=r"did not finish within"):
+        hp.launch(D._fail_on, 2, 1, "hang", timeout=20)
+    time.sleep(0.5)
+    assert not (_children() - before)
+
+
+def test_an_interrupt_stops_every_rank():
+    """A kernel's stop button is SIGINT to the kernel process: the ranks must go with the launch."""
+    code = textwrap.dedent("""
+        import helpers as hp
+        from helpers import distributed_torch as D
+        if __name__ == "__main__":
+            hp.launch(D._fail_on, 2, 1, "hang", timeout=600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    ranks: list[int] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(ranks) < 2:   # wait until both ranks are running
+        time.sleep(0.5)
+        ranks = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()
+                 and _parent(int(d.name)) == proc.pid and b"multiprocessing" in _cmdline(int(d.name))
+                 and b"resource_tracker" not in _cmdline(int(d.name))]
+    assert len(ranks) == 2, "the two ranks did not start"
+    time.sleep(5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "KeyboardInterrupt" in err
+    time.sleep(0.5)
+    assert not any(_alive(p) for p in ranks), "a rank outlived the interrupted launch"
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int((Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split())[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return -1
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
+
+
+def test_a_function_defined_outside_a_module_is_refused():
+    def local(rank, world):
+        return rank
+    with pytest.raises(ValueError, match="put it in a module"):
+        hp.launch(local, 2)
+    with pytest.raises(ValueError, match="whole number of ranks"):
+        hp.launch(D._pid_of_rank, 0)
+
+
+def test_rank_memory_matches_the_formulas():
+    width, depth, batch, n = 64, 2, 8, 2
+    ranks = hp.launch(hp.rank_memory, n, ("ddp", "zero1", "fsdp2"), width, depth, batch, timeout=300)
+    sizes = [width * width, width] * depth
+    P = sum(sizes)
+    for r in ranks:
+        for engine, stage in {"ddp": 0, "zero1": 1, "fsdp2": 3}.items():
+            want = hp.sharded_bytes(sizes, n, stage)
+            got = r[engine]
+            assert (got["parameters"], got["gradients"], got["optimizer"]) == (want.parameters, want.gradients, want.optimizer)
+            assert sum(t for _, _, t in got["collectives"].values()) == hp.communication_bytes(P, n, stage)
+    with pytest.raises(D.RankFailed, match="unknown stage 'zero2'"):
+        hp.launch(hp.rank_memory, n, ("zero2",), width, depth, batch, timeout=300)
