@@ -206,3 +206,20 @@ def test_every_exercise_of_the_sources_has_a_solution():
     numbers = {int(p.name[2:4]) for p in course.notebooks("solutions") if p.name.startswith("ex")}
     assert set(range(1, 18)) <= numbers, f"missing: {sorted(set(range(1, 18)) - numbers)}"
     assert numbers == set(range(1, max(numbers) + 1)), f"gaps: {sorted(set(range(1, max(numbers) + 1)) - numbers)}"
+
+
+def test_every_solution_has_its_check_cells_rerun_by_strict_nbval():
+    # solutions/conftest.py re-runs every check cell twice and refuses checks that rebind a name of
+    # another cell, inside strict nbval's run of solutions/. That covers every solution only if make test
+    # hands every solution notebook to nbval, and the plugin is the one nbval loads for that folder.
+    from tools import catalog
+    handed = set(catalog.order(with_tests=True))
+    solutions = {p.relative_to(ROOT).as_posix() for p in course.notebooks("solutions")}
+    assert solutions <= handed, f"not run by make test's nbval: {sorted(solutions - handed)}"
+    plugin = (ROOT / "solutions" / "conftest.py").read_text()
+    assert "def pytest_runtest_call" in plugin and "for _ in range(2)" in plugin
+    checks = {p.name: sum(1 for c in nbformat.read(p, as_version=4).cells
+                          if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+                          and not c.metadata["nbgrader"].get("solution"))
+              for p in course.notebooks("solutions")}
+    assert all(checks.values()), f"solutions without a check cell to re-run: {[n for n, c in checks.items() if not c]}"

@@ -35,8 +35,12 @@ REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\
 
 
 def _solution(spec: Path) -> Path:
-    found = [p for p in course.notebooks("solutions") if p.stem == spec.stem]
-    assert len(found) == 1, f"{spec.name}: no single solution notebook named {spec.stem}.ipynb"
+    """The solution a file of wrong answers is for: <stem>.toml, or <stem>.<folder>.toml where the
+    exercise has a notebook in more than one folder of solutions/ (ex02.pytorch, ex02.jax)."""
+    stem, _, folder = spec.stem.partition(".")
+    found = [p for p in course.notebooks("solutions") if p.stem == stem and folder in ("", p.parent.name)]
+    assert len(found) == 1, f"{spec.name}: no single solution notebook named {stem}.ipynb" + (
+        f" in solutions/{folder}/" if folder else " (name the folder: <stem>.<folder>.toml)")
     return found[0]
 
 
@@ -52,6 +56,11 @@ def substitute(source: str, code: str, region: int = 1) -> str:
 def test_substitute_keeps_the_given_code_and_the_indent():
     src = "def f():\n    ### BEGIN SOLUTION\n    return 2\n    ### END SOLUTION\n\nprint(f())"
     assert substitute(src, "x = 1\nreturn x") == "def f():\n    x = 1\n    return x\n\nprint(f())"
+
+
+def test_each_wrong_answer_file_names_one_solution():
+    for spec in FILES:
+        assert _solution(spec).stem == spec.stem.partition(".")[0]
 
 
 def _part(grade_id: str) -> str:
