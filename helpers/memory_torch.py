@@ -104,13 +104,18 @@ class MemoryTracker(TorchDispatchMode):
     allocates that is neither a gradient nor optimizer state).
 
     Pass the model, optimizer and inputs that exist before tracking starts so their storage is
-    counted (and labelled); everything operators allocate inside is tracked automatically."""
+    counted (and labelled); everything operators allocate inside is tracked automatically. The
+    optimizer may be a list of optimizers, e.g. one per parameter stepped from a
+    post-accumulate-grad hook inside backward (the optimizer fused into backward): each step is
+    booked as the optimizer phase, and the gradients it reads are labelled just before it."""
 
     def __init__(self, model: torch.nn.Module | None = None,
-                 optimizer: torch.optim.Optimizer | None = None,
+                 optimizer: torch.optim.Optimizer | Iterable[torch.optim.Optimizer] | None = None,
                  inputs: Iterable[torch.Tensor] = ()) -> None:
         super().__init__()
         self.model, self.optimizer, self.inputs = model, optimizer, tuple(inputs)
+        self.optimizers = (() if optimizer is None else (optimizer,)
+                           if isinstance(optimizer, torch.optim.Optimizer) else tuple(optimizer))
         self.trace = MemoryTrace()
         self._seen: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._live = 0
@@ -149,12 +154,16 @@ class MemoryTracker(TorchDispatchMode):
             return "optimizer"
         return "backward" if torch._C._current_autograd_node() is not None else "forward"
 
-    def _label_optimizer_state(self) -> None:
-        if self.optimizer is not None:
-            for state in self.optimizer.state.values():
+    def _label_optimizer_state(self, optimizers: Iterable[torch.optim.Optimizer] | None = None) -> None:
+        for optimizer in self.optimizers if optimizers is None else optimizers:
+            for state in optimizer.state.values():
                 for v in state.values():
                     if isinstance(v, torch.Tensor):
                         self._record(v, "optimizer state", "optimizer")
+
+    def _label_gradient(self, p: torch.Tensor) -> None:
+        if p.grad is not None:  # an optimizer stepped from an earlier hook may have taken it already
+            self._record(p.grad, "gradients")
 
     def mark(self, label: str) -> None:
         """Remember a point in the trace (e.g. the start of a step), for plots."""
@@ -170,23 +179,25 @@ class MemoryTracker(TorchDispatchMode):
                 if p.grad is not None:
                     self._record(p.grad, "gradients", "setup")
                 if p.requires_grad:
-                    self._hooks.append(p.register_post_accumulate_grad_hook(
-                        lambda p: self._record(p.grad, "gradients")))
+                    self._hooks.append(p.register_post_accumulate_grad_hook(self._label_gradient))
             for b in self.model.buffers():
                 self._record(b, "parameters", "setup")
         for x in self.inputs:
             self._record(x, "inputs", "setup")
-        if self.optimizer is not None:
-            self._label_optimizer_state()
-            self._hooks.append(self.optimizer.register_step_pre_hook(self._enter_step))
-            self._hooks.append(self.optimizer.register_step_post_hook(self._leave_step))
+        self._label_optimizer_state()
+        for optimizer in self.optimizers:
+            self._hooks.append(optimizer.register_step_pre_hook(self._enter_step))
+            self._hooks.append(optimizer.register_step_post_hook(self._leave_step))
         return super().__enter__()
 
-    def _enter_step(self, *_: Any) -> None:
+    def _enter_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
+        for group in optimizer.param_groups:  # what the step reads is a gradient, whoever made it
+            for p in group["params"]:
+                self._label_gradient(p)
         self._in_optimizer = True
 
-    def _leave_step(self, *_: Any) -> None:
-        self._label_optimizer_state()
+    def _leave_step(self, optimizer: torch.optim.Optimizer, *_: Any) -> None:
+        self._label_optimizer_state((optimizer,))
         self._in_optimizer = False
 
     def __exit__(self, *exc: Any) -> None:
@@ -247,7 +258,7 @@ class Workload:
 
     step: Callable[[], Any]
     model: torch.nn.Module | None = None
-    optimizer: torch.optim.Optimizer | None = None
+    optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer] | None = None  # a list: one per hook
     inputs: tuple[torch.Tensor, ...] = ()
 
 

@@ -201,3 +201,41 @@ def test_step_of_names_the_step_an_event_belongs_to():
     trace.marks += [(0, "step 1"), (2, "step 2")]
     trace.events += [(+1, hp.memory_torch._Record(10, "activations", "forward"))] * 3
     assert [trace.step_of(i) for i in range(3)] == ["step 1", "step 1", "step 2"]
+
+
+def _hooked_adam_workload(width=256, batch=32, layers=3):
+    """Adam fused into backward: one optimizer per parameter, stepped from a post-accumulate-grad hook."""
+    torch.manual_seed(0)
+    net = nn.Sequential(*[nn.Linear(width, width) for _ in range(layers)])
+    X = torch.randn(batch, width)
+    opts = {p: torch.optim.Adam([p], foreach=False) for p in net.parameters()}
+
+    def update(p):
+        opts[p].step()
+        p.grad = None
+
+    for p in net.parameters():
+        p.register_post_accumulate_grad_hook(update)
+    return hp.Workload(lambda: net(X).sum().backward(), net, list(opts.values()), (X,))
+
+
+def test_a_list_of_optimizers_stepped_inside_backward_is_counted_and_labelled():
+    work = _hooked_adam_workload()
+    P = sum(p.numel() for p in work.model.parameters())
+    tensors = len(list(work.model.parameters()))
+    report = hp.measure_memory(work, steps=2)
+    series = report.trace.by_category()
+    w = 256 * 256 * 4
+    # every optimizer's state is labelled: 8 bytes per parameter plus a 4-byte step per tensor
+    assert series["optimizer state"][-1] == 8 * P + 4 * tensors
+    # the gradients are labelled though the hook frees them, and never more than one layer's exist
+    assert max(series["gradients"]) == w + 256 * 4
+    assert report.peak_phase == "optimizer"  # the hooked steps are booked as the optimizer's phase
+    assert 12 * P + w <= report.peak
+    assert all(p.grad is None for p in work.model.parameters())
+
+
+def test_hooked_optimizers_predict_what_they_measure():
+    measured = hp.measure_memory(_hooked_adam_workload(), steps=2)
+    predicted = hp.predict_memory(_hooked_adam_workload, steps=2)
+    assert predicted.peak == measured.peak and predicted.peak_breakdown == measured.peak_breakdown

@@ -176,7 +176,8 @@ def readme_exercises(data: dict) -> str:
 
 
 def start_lessons(data: dict, reading: dict[str, int]) -> str:
-    rows = ["| lesson | what it teaches | reading time | CPU run time, PyTorch / JAX |", "| --- | --- | --- | --- |"]
+    rows = ["| lesson | what it teaches | reading time, PyTorch / JAX | CPU run time, PyTorch / JAX |",
+            "| --- | --- | --- | --- |"]
     for e in sorted(data["lesson"], key=lambda e: e["order"]):
         links = ", ".join(f"[{name}]({fw}/{e['id']}.ipynb)" for fw, name in course.FRAMEWORKS.items())
         rows.append(f"| {e['id'][:2]} · {e['title']} ({links}) | {e['summary']} | {reading[e['id']]} min | "
@@ -212,14 +213,15 @@ def order(data: dict | None = None, *, with_tests: bool = False, root: Path = co
     return sorted(paths, key=lambda p: (seconds.get(p) is None, -(seconds.get(p) or 0), p))
 
 
-def reading_times() -> dict[str, int]:
-    """The reading time each PyTorch lesson states at its top (tools/lesson_stats.py reads it)."""
+def reading_times() -> dict[str, str]:
+    """The reading time each lesson states at its top, 'N' or 'PyTorch / JAX' where the two views
+    differ (tools/lesson_stats.py reads it)."""
     from tools import lesson_stats
-    out = {}
+    views: dict[str, dict[str, int | None]] = {}
     for p in course.notebooks("lessons"):
-        if p.parent.name == "pytorch":
-            out[p.stem] = lesson_stats.stats(p).stated_minutes
-    return out
+        views.setdefault(p.stem, {})[p.parent.name] = lesson_stats.stats(p).stated_minutes
+    return {stem: " / ".join(dict.fromkeys(str(v.get(fw)) for fw in course.FRAMEWORKS))
+            for stem, v in views.items()}
 
 
 def _replace(text: str, name: str, table: str, where: str) -> str:
