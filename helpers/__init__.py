@@ -12,7 +12,6 @@ import importlib
 
 from .anatomy import (bytes_per_param, gpt_activation_bytes, linear_stack_activation_bytes,
                       persistent_bytes)
-from .checkpointing import best_segment, segment_peak
 from .checks import ClaimFailed, WrongAnswer, answer_digest, cannot_check, check, check_answer
 from .device import describe, profile, sized, torch_device
 from .formats import FORMATS, float_format

@@ -1,29 +1,53 @@
+import math
+
 import pytest
 
 import helpers as hp
 
 
-def test_segment_peak_counts_waiting_inputs_and_one_recomputed_segment():
-    # 16 blocks, 3 units each: per-block keeps 15 waiting inputs + the 3 units of the rerun block.
-    assert hp.segment_peak(16, 1, 3) == 15 + 3
-    assert hp.segment_peak(16, 4, 3) == 3 + 3 * 4  # the rerun segment holds its inner block inputs too
-    assert hp.segment_peak(16, 16, 3) == 3 * 16   # one segment: everything, as storing it all
-    assert hp.segment_peak(10, 3, 2) == 3 + 6  # ceil(10 / 3) segments, three of them waiting
+def _segment_peak(n: int, s: int, c: int) -> int:
+    """The segment model (exercise 3's answer, kept out of the helpers a student sees): the inputs of
+    the ceil(n / s) - 1 segments waiting, plus c units for each of the s blocks being rerun."""
+    return math.ceil(n / s) - 1 + c * s
 
 
-def test_segment_peak_rejects_impossible_segments():
-    with pytest.raises(ValueError, match="s <= n"):
-        hp.segment_peak(4, 5, 3)
-    with pytest.raises(ValueError, match="c >= 1"):
-        hp.segment_peak(4, 2, 0.5)
+def test_segment_model_counts_pytorch_activation_memory_for_every_segment_length():
+    # Lesson 03's stack, smaller: X, the kept segment inputs and the rerun segment's tensors, at their
+    # highest, are the model's units (c = 3, as the lesson measures) to within a few bytes.
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
 
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))
 
-def test_best_segment_is_near_sqrt_n_over_c():
-    assert hp.best_segment(16, 4, [1, 2, 4, 8, 16]) == 2  # sqrt(16 / 4) = 2
-    assert hp.best_segment(64, 1, [1, 2, 4, 8, 16, 32, 64]) == 8  # sqrt(64) = 8
-    assert hp.best_segment(16, 2, [4, 2, 1]) == 2  # tie between 2 and 4 (11 units each): the shorter
-    with pytest.raises(ValueError):
-        hp.best_segment(16, 3, [])
+        def forward(self, x):
+            return x + self.net(x)
+
+    torch.manual_seed(0)
+    n, width, rows = 8, 32, 64
+    blocks = nn.ModuleList([Block(width) for _ in range(n)])
+    X = torch.randn(rows, width, requires_grad=True)
+    unit = X.numel() * X.element_size()
+
+    def loss(s):  # a function of its own, so that no name holds the stack's output during backward
+        h = X
+        for i in range(0, n, s):
+            h = checkpoint(nn.Sequential(*blocks[i:i + s]), h, use_reentrant=False)
+        return h.pow(2).mean()
+
+    def step(s):
+        for p in blocks.parameters():
+            p.grad = None
+        X.grad = None
+        loss(s).backward()
+
+    for s in (1, 2, 4, 8):
+        series = hp.measure_memory(hp.Workload(lambda: step(s), blocks, None, (X,))).trace.by_category()
+        held = max(x + a + r for x, a, r in zip(series["inputs"], series["activations"], series["recomputed"]))
+        assert 0 <= held - _segment_peak(n, s, 3) * unit <= 8, (s, held / unit)
 
 
 def test_count_ops_counts_applications_not_mentions():
