@@ -58,14 +58,14 @@ def _dense(x: jax.Array, w: jax.Array, b: jax.Array | None, dtype: Any) -> jax.A
 
 @jax.checkpoint
 def _attention(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
-    """Causal attention that keeps only q, k, v for backward and recomputes the scores, as
-    PyTorch's fused kernel does (on CPU, XLA would otherwise keep the T x T scores per head)."""
+    """Causal attention that keeps only q, k, v for backward and recomputes the scores (on CPU,
+    XLA would otherwise keep the T x T scores per head)."""
     return jax.nn.dot_product_attention(q, k, v, is_causal=True)
 
 
 @jax.checkpoint
 def _gelu(x: jax.Array) -> jax.Array:
-    """tanh GELU that keeps only its input for backward (like PyTorch's fused kernel)."""
+    """tanh GELU that keeps only its input for backward."""
     return jax.nn.gelu(x, approximate=True)
 
 

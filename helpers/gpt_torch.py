@@ -23,7 +23,7 @@ class GPTBlock(nn.Module):
         self.fc, self.out = nn.Linear(d, f), nn.Linear(f, d)
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
-        """Causal multi-head self-attention (fused kernel: scores are not kept for backward)."""
+        """Causal multi-head self-attention through F.scaled_dot_product_attention."""
         B, T, d = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
