@@ -24,7 +24,7 @@ def markdown_cells(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
-def test_main_line_is_at_most_1300_words(path):
+def test_main_line_stays_within_the_word_limit(path):
     s = lesson_stats.stats(path)
     assert s.main_words <= lesson_stats.MAIN_LINE_LIMIT, (
         f"{s.path}: {s.main_words} main-line words; move internals into an 'Aside:' section or the Appendix")
