@@ -99,7 +99,7 @@ def test_every_tool_lists_the_same_notebooks_with_checkpoints_present(trees):
     assert not any(".ipynb_checkpoints" in p for listing in opened.values() for p in listing)
     from tools import catalog
     runnable = len(catalog.notebooks())  # lessons and solutions: what gpu_check runs
-    exercises = len(list((ROOT / "exercises").rglob("ex*.ipynb"))) - len(list((ROOT / "exercises").rglob("*-checkpoint.ipynb")))
+    exercises = len(course.notebooks("exercises"))
     assert len(clean["course"]) == runnable + exercises and clean["gpu_check"] == clean["course"][:runnable]
     assert clean["gpu_check folder"] == [course.START] + clean["course"][:runnable]  # a folder: all it holds
     assert clean["make_exercises"] == clean["nbgrader check"] == clean["catalog stale"] == []
