@@ -12,7 +12,11 @@ check cells alone instead of a second run of every notebook:
   another cell bind the same name to values of different types (ex13's `kept`, a list in the answer cell's loop, a dict of the
   measurement cell's): re-running the student's cell after a failed check breaks the next check;
 - then it runs the check cell twice more in the same kernel, each time through nbval's own comparison
-  with the committed outputs: a check that does not give the same result when run again fails.
+  with the committed outputs: a check that does not give the same result when run again fails;
+- after a part's last check cell, it runs the part's plausible wrong answers (tests/wrong_answers/,
+  tools/wrong_answers.py says how), which must fail that part's checks with a hint that names the part
+  and shows no expected value, and then the solution's own cells again, so that nbval goes on from the
+  solution's state. In this kernel they cost only their own cells, not a second run of the notebook.
 """
 
 from __future__ import annotations
@@ -22,27 +26,38 @@ import json
 
 import pytest
 
+from tools import wrong_answers
+
 _SNAPSHOT = "__rerun_ids = {k: id(v) for k, v in globals().items() if not k.startswith('_')}"
 _CHANGED = ("import json as __rerun_json\n"
             "print(__rerun_json.dumps({k: type(v).__name__ for k, v in globals().items() "
             "if not k.startswith('_') and __rerun_ids.get(k) != id(v)}))")
 
 
-def _run(kernel, code: str) -> str:
-    """Run `code` in the notebook's kernel without recording it; return its stdout (raise on error)."""
+def _execute(kernel, code: str, timeout: float = 600) -> tuple[str, tuple[str, str] | None]:
+    """Run `code` in the notebook's kernel without recording it: its stdout, and the exception's name and
+    message if it raised."""
     msg_id = kernel.execute_cell_input(code, allow_stdin=False)
-    kernel.await_reply(msg_id, timeout=60)
-    out = []
+    kernel.await_reply(msg_id, timeout=timeout)
+    out, error = [], None
     while True:
-        msg = kernel.get_message(stream="iopub", timeout=60)
+        msg = kernel.get_message(stream="iopub", timeout=timeout)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
         if msg["msg_type"] == "stream":
             out.append(msg["content"]["text"])
         elif msg["msg_type"] == "error":
-            raise RuntimeError(f"the re-run test's probe failed: {msg['content']['evalue']}")
+            error = (msg["content"]["ename"], msg["content"]["evalue"])
         elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return "".join(out)
+            return "".join(out), error
+
+
+def _run(kernel, code: str) -> str:
+    """A probe of the re-run test: its stdout (raise on error)."""
+    out, error = _execute(kernel, code, timeout=60)
+    if error:
+        raise RuntimeError(f"the re-run test's probe failed: {error[1]}")
+    return out
 
 
 def _is_check(cell) -> bool:
@@ -87,4 +102,18 @@ def pytest_runtest_call(item):
     for _ in range(2):  # run again, twice: nbval compares each run's outputs with the committed ones
         cell.outputs = copy.deepcopy(recorded)
         item.runtest()
+    _try_wrong_answers(item, kernel)
     return result
+
+
+def _try_wrong_answers(item, kernel) -> None:
+    """If `item` is a part's last check cell and the part has wrong answers, run them (module docstring)."""
+    nb = item.parent.nb
+    if "_wrong_answers" not in item.parent.__dict__:
+        spec = wrong_answers.spec_of(item.path)
+        item.parent._wrong_answers = wrong_answers.plan(spec, nb.cells) if spec else {}
+    index = next(i for i, c in enumerate(nb.cells) if c is item.cell)
+    wrong = item.parent._wrong_answers.get(index)
+    if wrong:
+        problems = wrong_answers.try_part(nb.cells, index, wrong, lambda code: _execute(kernel, code)[1])
+        assert not problems, f"{item.path.name}:\n" + "\n".join(problems)
