@@ -3,6 +3,7 @@ import jax.numpy as jnp
 import pytest
 
 import helpers as hp
+from helpers.memory_jax import XlaMemoryPlan
 
 
 def _loss(params, X):
@@ -72,5 +73,5 @@ def test_xla_memory_plan_rejects_non_functions():
 
 
 def test_plan_prints_in_megabytes():
-    assert str(hp.XlaMemoryPlan(2_000_000, 1_000_000, 500_000, 0)) == (
+    assert str(XlaMemoryPlan(2_000_000, 1_000_000, 500_000, 0)) == (
         "arguments 2.0 MB, outputs 1.0 MB, temp 0.5 MB, aliased 0.0 MB")
