@@ -61,8 +61,12 @@ def _nbgrader(course: Path, *args: str) -> str:
     cmd = [sys.executable, "-m", "nbgrader", *args]
     done = subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True, timeout=1800)
     log = done.stdout + done.stderr
-    assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{log[-6000:]}"
-    assert "[ERROR]" not in log and "| ERROR]" not in log, f"nbgrader {' '.join(args)} logged errors:\n{log[-6000:]}"
+    # from the first traceback or error line on (nbgrader logs a failing notebook's traceback long
+    # before its summary line), then the end
+    first = min([i for i in (log.find("Traceback"), log.find("| ERROR]"), log.find("[ERROR]")) if i >= 0] or [len(log)])
+    shown = log[max(0, first - 1500):first + 4500] + ("\n[...]\n" + log[-1500:] if first + 4500 < len(log) - 1500 else "")
+    assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{shown}"
+    assert "[ERROR]" not in log and "| ERROR]" not in log, f"nbgrader {' '.join(args)} logged errors:\n{shown}"
     return log
 
 
