@@ -218,6 +218,7 @@ def test_every_solution_has_its_check_cells_rerun_by_strict_nbval():
     assert solutions <= handed, f"not run by make test's nbval: {sorted(solutions - handed)}"
     plugin = (ROOT / "solutions" / "conftest.py").read_text()
     assert "def pytest_runtest_call" in plugin and "for _ in range(2)" in plugin
+    assert "_try_wrong_answers(item, kernel)" in plugin  # and runs the wrong answers of tests/wrong_answers/
     checks = {p.name: sum(1 for c in nbformat.read(p, as_version=4).cells
                           if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
                           and not c.metadata["nbgrader"].get("solution"))
