@@ -85,7 +85,8 @@ def stats(path: Path) -> Stats:
             block.append(line)
     first = "".join(nb["cells"][0]["source"]) if nb["cells"] else ""
     found = READING_TIME.search(first)
-    return Stats(str(path.relative_to(ROOT)) if path.is_absolute() else str(path), main, aside, figures,
+    shown = path.relative_to(ROOT) if path.is_absolute() and path.is_relative_to(ROOT) else path  # a copy outside the tree keeps its path
+    return Stats(str(shown), main, aside, figures,
                  int(found.group(1)) if found else None, main_code, aside_code)
 
 
