@@ -105,13 +105,29 @@ def _device_label() -> str:
     return f"CPU, {cores} core{'s' if cores != 1 else ''}{_cpu_isa()}"
 
 
-def _cpu_isa() -> str:
-    """', AVX-512' / ', AVX2' / '' : the widest x86 vector ISA the CPU has and no cap forbids."""
+def cpu_info() -> tuple[str, frozenset[str]]:
+    """The CPU's model name and instruction-set flags, from /proc/cpuinfo (Linux); elsewhere the
+    platform's processor name and no flags. The one place the course reads them (helpers, tools)."""
+    import platform
+    model, flags = "", frozenset()
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and not model:
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = frozenset(value.split())
+                if model and flags:
+                    break
     except OSError:
-        return ""
+        pass
+    return model or platform.processor() or platform.machine(), flags
+
+
+def _cpu_isa() -> str:
+    """', AVX-512' / ', AVX2' / '' : the widest x86 vector ISA the CPU has and no cap forbids."""
+    flags = cpu_info()[1]
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
     caps = os.environ.get("ATEN_CPU_CAPABILITY", "") + " " + os.environ.get("XLA_FLAGS", "")
     if isa == "AVX-512" and "avx2" in caps.lower() and "avx512" not in caps.lower():

@@ -193,3 +193,21 @@ def test_profile_before_any_framework_asks_the_driver(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     monkeypatch.setattr(device.os, "listdir", lambda p: [])
     assert hp.profile() == "cpu"
+
+
+def test_cpu_info_reads_model_and_flags_once_for_helpers_and_tools(monkeypatch, tmp_path):
+    import builtins
+
+    from helpers import device
+    from tools import gpu_check, run_matrix
+    fake = tmp_path / "cpuinfo"
+    fake.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse avx2 fma\n\n"
+                    "processor\t: 1\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse avx2 fma\n")
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: real_open(fake if f == "/proc/cpuinfo" else f, *a, **k))
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert device.cpu_info() == ("Test CPU 9000", frozenset({"fpu", "sse", "avx2", "fma"}))
+    assert device._cpu_isa() == ", AVX2"
+    assert gpu_check.cpu_name() == "Test CPU 9000"
+    assert run_matrix.machine().startswith("Test CPU 9000, ") and "AVX2, no AVX-512" in run_matrix.machine()

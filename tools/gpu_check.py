@@ -222,13 +222,8 @@ def nvidia_smi() -> dict:
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    from helpers.device import cpu_info
+    return cpu_info()[0]
 
 
 def describe_environment(probe_devices: bool) -> dict:

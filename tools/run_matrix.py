@@ -85,16 +85,8 @@ def counts(junit: Path) -> tuple[int, int, int, list[str]]:
 def machine() -> str:
     """One line: CPU model, logical cores, and whether it has AVX-512 (Linux; elsewhere what platform knows)."""
     import platform
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    except OSError:
-        pass
+    from helpers.device import cpu_info
+    model, flags = cpu_info()
     isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "instruction set not read"
     return f"{model}, {os.cpu_count()} logical cores, {isa}; Python {platform.python_version()}"
 
