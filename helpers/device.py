@@ -105,9 +105,10 @@ def _device_label() -> str:
     return f"CPU, {cores} core{'s' if cores != 1 else ''}{_cpu_isa()}"
 
 
-def cpu_info() -> tuple[str, frozenset[str]]:
+def _cpu_info() -> tuple[str, frozenset[str]]:
     """The CPU's model name and instruction-set flags, from /proc/cpuinfo (Linux); elsewhere the
-    platform's processor name and no flags. The one place the course reads them (helpers, tools)."""
+    platform's processor name and no flags. The one place the course reads them: describe() here, and
+    tools/run_matrix.py and tools/gpu_check.py (private: no notebook calls it)."""
     import platform
     model, flags = "", frozenset()
     try:
@@ -127,7 +128,7 @@ def cpu_info() -> tuple[str, frozenset[str]]:
 
 def _cpu_isa() -> str:
     """', AVX-512' / ', AVX2' / '' : the widest x86 vector ISA the CPU has and no cap forbids."""
-    flags = cpu_info()[1]
+    flags = _cpu_info()[1]
     isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
     caps = os.environ.get("ATEN_CPU_CAPABILITY", "") + " " + os.environ.get("XLA_FLAGS", "")
     if isa == "AVX-512" and "avx2" in caps.lower() and "avx512" not in caps.lower():

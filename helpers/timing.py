@@ -118,15 +118,17 @@ class Timings:
         return min(per_round), max(per_round)
 
     def within_noise(self, a: str, b: str) -> bool:
-        """Whether the per-round ratios of a to b fall on both sides of 1 (no direction to read)."""
-        lo, hi = self.spread(a, b)
+        """Whether the per-round ratios of a to b fall on both sides of 1 (no direction to read), read
+        at the 3 significant digits compare() prints them with: a round of 1.004 is printed as 1, and
+        a reader of 'rounds ~1 x to ~1.03 x' must not be told there is a direction."""
+        lo, hi = (float(f"{r:.3g}") for r in self.spread(a, b))
         return lo <= 1 <= hi
 
     def compare(self, a: str, b: str) -> str:
         """One line, 'a / b: ~1.24 x (rounds ~1.1 x to ~1.3 x)', or, when the rounds' ratios fall
         on both sides of 1, '..., within the noise of this machine (rounds ...)'. Masked figures."""
         lo, hi = self.spread(a, b)
-        noise = ", within the noise of this machine" if lo <= 1 <= hi else ""
+        noise = ", within the noise of this machine" if self.within_noise(a, b) else ""
         return (f"{a} / {b}: {fmt_timed(self.ratio(a, b), 'x')}{noise} "
                 f"(rounds {fmt_timed(lo, 'x')} to {fmt_timed(hi, 'x')})")
 

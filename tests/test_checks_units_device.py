@@ -207,7 +207,7 @@ def test_cpu_info_reads_model_and_flags_once_for_helpers_and_tools(monkeypatch, 
     monkeypatch.setattr(builtins, "open", lambda f, *a, **k: real_open(fake if f == "/proc/cpuinfo" else f, *a, **k))
     monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    assert device.cpu_info() == ("Test CPU 9000", frozenset({"fpu", "sse", "avx2", "fma"}))
+    assert device._cpu_info() == ("Test CPU 9000", frozenset({"fpu", "sse", "avx2", "fma"}))
     assert device._cpu_isa() == ", AVX2"
     assert gpu_check.cpu_name() == "Test CPU 9000"
     assert run_matrix.machine().startswith("Test CPU 9000, ") and "AVX2, no AVX-512" in run_matrix.machine()

@@ -136,3 +136,11 @@ def test_time_together_records_the_cpu_time_of_the_same_calls():
         Timings({"a": [1.0]}).cpu_time("a")
     with pytest.raises(KeyError):
         t.cpu_time("other")
+
+
+def test_a_lowest_round_printed_as_1_counts_as_touching_1():
+    # rounds 1.004 and 1.03: printed '~1 x to ~1.03 x', so no direction may be claimed beside them
+    edge = Timings({"a": [1.004, 1.03], "b": [1.0, 1.0]})
+    assert edge.within_noise("a", "b")
+    assert edge.compare("a", "b").endswith("within the noise of this machine (rounds ~1 x to ~1.03 x)")
+    assert not Timings({"a": [1.006, 1.03], "b": [1.0, 1.0]}).within_noise("a", "b")  # printed ~1.01

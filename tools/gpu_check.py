@@ -222,8 +222,8 @@ def nvidia_smi() -> dict:
 
 
 def cpu_name() -> str:
-    from helpers.device import cpu_info
-    return cpu_info()[0]
+    from helpers.device import _cpu_info
+    return _cpu_info()[0]
 
 
 def describe_environment(probe_devices: bool) -> dict:

@@ -85,8 +85,8 @@ def counts(junit: Path) -> tuple[int, int, int, list[str]]:
 def machine() -> str:
     """One line: CPU model, logical cores, and whether it has AVX-512 (Linux; elsewhere what platform knows)."""
     import platform
-    from helpers.device import cpu_info
-    model, flags = cpu_info()
+    from helpers.device import _cpu_info
+    model, flags = _cpu_info()
     isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "instruction set not read"
     return f"{model}, {os.cpu_count()} logical cores, {isa}; Python {platform.python_version()}"
 
