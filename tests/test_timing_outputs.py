@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tools import course
+
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted([*ROOT.glob("notebooks/*/*.ipynb"), *ROOT.glob("solutions/*/*.ipynb")])
+NOTEBOOKS = course.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
 TIME_LINE = re.compile(r"^(?P<name>.+): ~(?P<t>-?[0-9.e+-]+) ms/call$")
 RANGE = re.compile(r"\(rounds ~(?P<lo>[0-9.e+-]+) x to ~(?P<hi>[0-9.e+-]+) x\)")
 NOISE = "within the noise of this machine"
