@@ -3,8 +3,10 @@ exercise's answer without showing it (check_answer compares a salted hash)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
+from collections.abc import Callable
 
 
 class ClaimFailed(AssertionError):
@@ -97,3 +99,41 @@ def check_answer(name: str, value: object, digest: str, hint: str = "") -> None:
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise WrongAnswer(f"{name}: {shown} is not the expected answer yet" + (f". Hint: {hint}" if hint else ""))
     print(f"check passed: {name}")
+
+
+def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable:
+    """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
+    WrongAnswer(part, hint): a check runs a student's function with the helper that answers the part
+    out of reach, however the student reached it (hp.name, helpers.module.name, or a name of their own)."""
+    helpers = sys.modules[__name__.rpartition(".")[0]]
+    blocked = {id(getattr(helpers, name)): name for name in names}  # AttributeError names a wrong name
+
+    def refuse(name: str) -> Callable:
+        def refused(*args: object, **kwargs: object) -> None:
+            raise WrongAnswer(f"{part}: your code calls hp.{name}, the course's helper that answers this part. "
+                              f"Hint: {hint}")
+        return refused
+
+    @functools.wraps(fn)
+    def run(*args: object, **kwargs: object) -> object:
+        # every namespace the function could reach a helper through: its own globals and the helpers' modules
+        spaces = [getattr(fn, "__globals__", {})] + [vars(m) for n, m in list(sys.modules.items())
+                                                     if m is not None and (n == helpers.__name__
+                                                                           or n.startswith(helpers.__name__ + "."))]
+        saved = []
+        for space in spaces:
+            for key, value in list(space.items()):
+                if id(value) in blocked and not key.startswith("__"):
+                    saved.append((space, key, value))
+                    space[key] = refuse(blocked[id(value)])
+        lazy = [name for name in names if name not in vars(helpers)]  # a lazily loaded name: not bound yet
+        for name in lazy:
+            setattr(helpers, name, refuse(name))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for space, key, value in saved:
+                space[key] = value
+            for name in lazy:
+                vars(helpers).pop(name, None)
+    return run

@@ -211,3 +211,48 @@ def test_cpu_info_reads_model_and_flags_once_for_helpers_and_tools(monkeypatch, 
     assert device._cpu_isa() == ", AVX2"
     assert gpu_check.cpu_name() == "Test CPU 9000"
     assert run_matrix.machine().startswith("Test CPU 9000, ") and "AVX2, no AVX-512" in run_matrix.machine()
+
+
+# without_helpers: a check runs the student's function with the helper that answers the part out of reach
+from helpers.sharding import smallest_fit as _own_name  # noqa: E402  (a helper imported under a name of one's own)
+
+
+def _writes_it(p):
+    return 16 * p
+
+
+def _calls_hp(p):
+    return hp.zero_bytes(p, 2, 1).total
+
+
+def _calls_module(p):
+    import helpers.sharding as sharding
+    return sharding.zero_bytes(p, 2, 1).total
+
+
+def test_without_helpers_runs_the_students_own_code():
+    assert hp.without_helpers(_writes_it, "zero_bytes", part="part 1", hint="h")(3) == 48
+
+
+@pytest.mark.parametrize("fn", [_calls_hp, _calls_module])
+def test_without_helpers_refuses_a_helper_and_restores_it(fn):
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code calls hp\.zero_bytes.*Hint: write the sum"):
+        hp.without_helpers(fn, "zero_bytes", part="part 1", hint="write the sum")(10)
+    assert fn(10) == 16 * 10 - 4 * 10  # the helper works again once the check is over
+
+
+def test_without_helpers_reaches_a_name_of_ones_own():
+    with pytest.raises(hp.WrongAnswer):
+        hp.without_helpers(lambda: _own_name(10, 10**9), "smallest_fit", part="p", hint="h")()
+    assert _own_name is hp.smallest_fit
+
+
+def test_without_helpers_blocks_a_lazily_loaded_helper():
+    with pytest.raises(hp.WrongAnswer):
+        hp.without_helpers(lambda: hp.saved_for_backward(None, [], ()), "saved_for_backward", part="p", hint="h")()
+    assert "saved_for_backward" not in vars(hp) and callable(hp.saved_for_backward)
+
+
+def test_without_helpers_names_a_helper_that_does_not_exist():
+    with pytest.raises(AttributeError, match="no_such_helper"):
+        hp.without_helpers(_writes_it, "no_such_helper", part="p", hint="h")
