@@ -224,3 +224,18 @@ def test_every_solution_has_its_check_cells_rerun_by_strict_nbval():
                           and not c.metadata["nbgrader"].get("solution"))
               for p in course.notebooks("solutions")}
     assert all(checks.values()), f"solutions without a check cell to re-run: {[n for n, c in checks.items() if not c]}"
+
+
+def _cell(kind, source):
+    return {"cell_type": kind, "metadata": {}, "source": source}
+
+
+def test_points_follow_the_rule_unless_a_cell_states_its_own():
+    cells = [_cell("markdown", "## Part 1"),
+             _cell("code", "x = 1\n### BEGIN SOLUTION\nx = 2\n### END SOLUTION"),
+             _cell("code", "# Checks for part 1\nassert x == 2, 'part 1: hint'"),
+             _cell("code", "# Checks for part 1 (the hard case)\n# 4 points\nassert x > 1, 'part 1: hint'"),
+             _cell("markdown", "**Answer.**\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION"),
+             _cell("markdown", "**Answer.** (3 points)\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION")]
+    points = [r.points for r in nm.roles(cells, "ex99")]
+    assert points == [None, None, 1, 4, nm.MANUAL_POINTS, 3]

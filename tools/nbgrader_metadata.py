@@ -17,8 +17,10 @@ Every cell gets a role, from its place in the notebook and its source alone:
 - **text** / **code**: everything else (the question, the set-up, scaffolding, claims): read-only
   (`locked: true`), so autograding restores them and a grade depends on the solution cells only.
 
-Points of a check cell: 1 for up to 2 assertions (`assert` statements, `check(...)` and
-`check_answer(...)` calls), 2 for 3 to 5, 3 for 6 or more. grade_id:
+Points: the author's judgment of the work and thinking a cell grades, where the cell states it (a
+check cell's comment line `# 3 points`, an answer cell's first line `**Answer.** (4 points)`); else by
+rule: a check cell 1 point for up to 2 assertions (`assert` statements, `check(...)` and
+`check_answer(...)` calls), 2 for 3 to 5, 3 for 6 or more; an answer MANUAL_POINTS. grade_id:
 `<exercise>-<part>-<role>[-<qualifier>][-<n>]`, e.g. `ex08-part2-check`, `ex04-part3-check-exact-counts`,
 `ex01-intro-text`; the part comes from the last `## Part N` heading (`intro` before the first heading,
 a slug for other `##` headings) or from a `# Checks for part N` comment; `n` counts cells of the same
@@ -58,6 +60,8 @@ QUESTION_ITEM = re.compile(r"^(\d+)\.\s(.*?)(?=^\d+\.\s|^\s*$|\Z)", re.M | re.S)
 POINTS = re.compile(r"\((\d+) points?\)")
 SUMMARY = re.compile(r"\*About (\d+) minutes · (\d+) points? \((\d+) autograded, (\d+) graded by hand\)\*")
 TEST_CALLS = ("check", "check_answer")
+STATED_CHECK = re.compile(r"^[ \t]*#\s*(\d+)\s+points?\s*$", re.M)           # in a check cell: `# 3 points`
+STATED_ANSWER = re.compile(r"^\*\*Answer\.\*\*\s*\((\d+)\s+points?\)")  # an answer's first line
 HEADING = re.compile(r"##\s+(.*)")
 GRADE_ID = re.compile(r"[A-Za-z0-9_\-]+")
 ROLES = {  # role: (solution, grade, locked)
@@ -148,6 +152,13 @@ def points_for(n_assertions: int) -> int:
     return 1 if n_assertions <= 2 else 2 if n_assertions <= 5 else 3
 
 
+def stated_points(source: str, role: str) -> int | None:
+    """The points a check or answer cell states for itself (see the module docstring), else None."""
+    m = (STATED_CHECK.search(source) if role == "check"
+         else STATED_ANSWER.match(source.lstrip()) if role == "answer" else None)
+    return int(m[1]) if m and int(m[1]) > 0 else None
+
+
 @dataclass(frozen=True)
 class Role:
     role: str
@@ -195,8 +206,8 @@ def roles(cells: list[dict], exercise: str) -> list[Role]:
         name = f"{role}-{qualifier}" if qualifier else role
         n = counts[part, name] = counts.get((part, name), 0) + 1
         grade_id = f"{exercise}-{part}-{name}" + (f"-{n}" if n > 1 else "")
-        points = (points_for(count_assertions(src)) if role == "check"
-                  else MANUAL_POINTS if role == "answer" else None)
+        points = (stated_points(src, role) or points_for(count_assertions(src)) if role == "check"
+                  else stated_points(src, role) or MANUAL_POINTS if role == "answer" else None)
         out.append(Role(role, grade_id, points))
     return out
 
