@@ -21,7 +21,7 @@ from .planner import choose_interventions
 from .program_text import count_ops, dot_operand_dtypes
 from .search import first_below
 from .sharding import collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
-from .timing import Benchmark, synchronize, time_together
+from .timing import Benchmark, Timings, synchronize, time_together
 from .units import fmt_bytes, fmt_ratio, fmt_timed
 
 # name -> the module that defines it; each of these modules imports torch (…_torch, memory_torch)

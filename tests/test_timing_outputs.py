@@ -8,7 +8,9 @@ committed outputs (the unmasked figures of the run that made them) and pairs the
 - a time line is a whole output line `NAME: ~T ms/call`; it gives NAME its time from there on
   (a later time line for the same NAME, in the same cell or a later one, replaces it);
 - a ratio line is an output line containing `(rounds ~LO x to ~HI x)`; its A and B are the pair of
-  timed names for which `A / B: ~R x` occurs in the line (the longest such names);
+  timed names for which `A / B: ~R x` occurs in the line (the longest such names); a ratio line may
+  also carry its own times, `..., NAME ~T ms, ...` (a row of a table, e.g. `k =  4: measured ~33 ms,
+  model ~21 ms, measured / model: ~1.57 x (rounds ...)`), which hold for that line only;
 - for each ratio line: both names must have been timed at or before that line; R must equal T_A / T_B
   within the rounding of three printed significant figures (2%); LO <= R <= HI (same rounding); and
   the line says "within the noise of this machine" exactly when LO <= 1 <= HI.
@@ -27,6 +29,7 @@ from tools import course
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = course.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
 TIME_LINE = re.compile(r"^(?P<name>.+): ~(?P<t>-?[0-9.e+-]+) ms/call$")
+INLINE_TIME = re.compile(r"(?:^|[:,] )(?P<name>[A-Za-z][\w ]*?) ~(?P<t>[0-9.e+-]+) ms(?!/)")
 RANGE = re.compile(r"\(rounds ~(?P<lo>[0-9.e+-]+) x to ~(?P<hi>[0-9.e+-]+) x\)")
 NOISE = "within the noise of this machine"
 ROUNDING = 0.02
@@ -58,16 +61,17 @@ def check_notebook(cells: list[dict]) -> list[str]:
             if not spread:
                 continue
             where = f"cell {index}: {line.strip()!r}"
-            pairs = [(a, b) for a in times for b in times if f"{a} / {b}: ~" in line]
+            line_times = times | {m["name"]: float(m["t"]) for m in INLINE_TIME.finditer(line)}
+            pairs = [(a, b) for a in line_times for b in line_times if f"{a} / {b}: ~" in line]
             if not pairs:
                 problems.append(f"{where}: a ratio printed without the times of its two variants")
                 continue
             a, b = max(pairs, key=lambda p: len(p[0]) + len(p[1]))
             r = float(re.search(re.escape(f"{a} / {b}: ~") + r"([0-9.e+-]+) x", line)[1])
             lo, hi = float(spread["lo"]), float(spread["hi"])
-            if not _close(r, times[a] / times[b]):
-                problems.append(f"{where}: {a} {times[a]} ms / {b} {times[b]} ms is "
-                                f"{times[a] / times[b]:.3g}, not {r}")
+            if not _close(r, line_times[a] / line_times[b]):
+                problems.append(f"{where}: {a} {line_times[a]} ms / {b} {line_times[b]} ms is "
+                                f"{line_times[a] / line_times[b]:.3g}, not {r}")
             if not (lo * (1 - ROUNDING) <= r <= hi * (1 + ROUNDING)):
                 problems.append(f"{where}: the ratio lies outside its rounds' range")
             if (NOISE in line) != (lo <= 1 <= hi):
@@ -100,6 +104,11 @@ def test_the_scan_catches_what_it_should():
     assert NOISE in check_notebook(direction_in_noise)[0]
     untimed = [_cell("x / y: ~2 x (rounds ~1.9 x to ~2.1 x)")]
     assert "without the times" in check_notebook(untimed)[0]
+    row = "k =  4: measured ~33 ms, model ~21 ms, measured / model: ~{} x (rounds ~1.2 x to ~2.7 x)"
+    assert check_notebook([_cell(row.format("1.57"))]) == []
+    assert "not 1.9" in check_notebook([_cell(row.format("1.9"))])[0]
+    later = [_cell(row.format("1.57"), "measured / model: ~1.57 x (rounds ~1.2 x to ~2.7 x)")]
+    assert "without the times" in check_notebook(later)[0]   # a row's times hold for its line only
 
 
 def test_strict_nbval_masks_the_noise_verdict():
