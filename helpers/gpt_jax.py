@@ -4,7 +4,7 @@ The blocks' parameters are stacked on a leading layer axis and the blocks run un
 so the block is compiled once and jax.checkpoint on the scanned block gives per-block
 checkpointing that XLA keeps (on an unrolled loop the CPU compiler may merge the recomputation
 back). The attention core and the GELU keep only their inputs for backward and recompute the
-rest, as PyTorch's fused kernels do (otherwise XLA:CPU stores every head's T x T scores). Mixed
+rest (otherwise XLA:CPU stores every head's T x T scores). Mixed
 precision mirrors PyTorch's autocast: parameters stay fp32 and matrix products run in `dtype`;
 LayerNorm, softmax and the loss stay fp32.
 """
