@@ -96,13 +96,34 @@ def test_unknown_fields_are_refused(tmp_path):
 
 def test_the_order_is_slowest_first_and_complete():
     order = catalog.order(DATA)
-    seconds = {n.path: n.cpu_s for n in NOTEBOOKS}
+    seconds = {n.path: n.cpu_s for n in NOTEBOOKS} | DATA["make_test"].get("nbval_s", {})
     assert sorted(order) == sorted(seconds)
     assert [seconds[p] for p in order] == sorted(seconds.values(), reverse=True)
     with_tests = catalog.order(DATA, with_tests=True)
     tests = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").glob("test_*.py"))
     assert sorted(with_tests) == sorted(order + tests)
     assert set(DATA["make_test"]["slow_tests"]) <= set(tests)
+    assert set(DATA["make_test"].get("nbval_s", {})) <= {n.path for n in NOTEBOOKS}
+
+
+def test_test_times_are_read_from_a_junit_report(tmp_path):
+    report = tmp_path / "report.xml"
+    cases = [(n.path.removesuffix(".ipynb").replace("/", ".") + ".ipynb", "Cell 0", 2.0) for n in NOTEBOOKS]
+    cases += [("solutions.pytorch.ex09_fp16_gradient_window.ipynb", "Cell 1", 40.0),
+              ("tests.test_catalog", "test_a", 3.0), ("tests.test_gpt", "test_b", 4.0), ("tests.test_gpt", "test_c", 2.5)]
+    report.write_text("<testsuites><testsuite>" + "".join(
+        f'<testcase classname="{c}" name="{n}" time="{t}" />' for c, n, t in cases) + "</testsuite></testsuites>")
+    copy = tmp_path / "catalog.toml"
+    copy.write_text(catalog.CATALOG.read_text())
+    catalog.record_test_times(report, copy)
+    data = catalog.load(copy)
+    assert data["make_test"]["nbval_s"]["solutions/pytorch/ex09_fp16_gradient_window.ipynb"] == 42
+    assert data["make_test"]["slow_tests"] == {"tests/test_gpt.py": 6}   # 3 s is not slow
+    assert catalog.order(data)[0] == "solutions/pytorch/ex09_fp16_gradient_window.ipynb"
+    report.write_text('<testsuites><testsuite><testcase classname="tests.test_gpt" name="x" time="9" />'
+                      "</testsuite></testsuites>")
+    with pytest.raises(ValueError, match="whole"):
+        catalog.record_test_times(report, copy)
 
 
 def make_dry_run(target: str) -> str:

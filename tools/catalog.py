@@ -11,6 +11,7 @@ is stale or an entry disagrees with its notebook.
     python -m tools.catalog check   # exit 1 if one is stale
     python -m tools.catalog order   # every lesson and solution notebook, slowest first (the Makefile's)
     python -m tools.catalog order --with-tests   # the same with the test files among them (make test)
+    python -m tools.catalog test-times REPORT.xml  # record make test's seconds per file from its JUnit report
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ HEADER = """\
 # cpu_s:    seconds per notebook of `make outputs` at the cpu profile, written by tools/execute.py
 # gpu_s:    seconds per notebook of a real `make gpu-check` at the gpu profile (ARGS=--record);
 #           absent until measured, never an estimate
-# [make_test] slow_tests: seconds of the slowest test files in `make test` (pytest --durations=0,
-#           2 workers), so that tools/catalog.py can start them among the longest notebooks
+# [make_test] slow_tests: seconds of the slowest test files in `make test`, so that tools/catalog.py
+#           can start them among the longest notebooks; nbval_s: seconds of each notebook in `make test`
+#           (its cells, the re-runs of its check cells and its wrong answers, often far more than
+#           cpu_s), which order it. Both from a run's JUnit report, 2 workers:
+#           pytest ... --junitxml=R.xml, then python -m tools.catalog test-times R.xml
 """
 FIELDS = {"lesson": ("id", "order", "title", "summary", "cpu_s", "gpu_s"),
           "exercise": ("id", "number", "order", "after_lesson", "title", "asks", "counterpart", "points",
@@ -202,15 +206,44 @@ def start_exercises(data: dict) -> str:
 
 def order(data: dict | None = None, *, with_tests: bool = False, root: Path = course.ROOT) -> list[str]:
     """Every lesson and solution notebook (and with_tests, every test file), slowest first by the
-    catalog's seconds, the others last by path: pytest-xdist workers take them in command-line order
-    (with --no-loadscope-reorder), so the longest start first and the short ones fill the tail."""
+    catalog's seconds under pytest (nbval_s, else cpu_s), the others last by path: pytest-xdist workers
+    take them in command-line order (with --no-loadscope-reorder), so the longest start first and the
+    short ones fill the tail."""
     data = load() if data is None else data
-    seconds = {n.path: n.cpu_s for n in notebooks(data)}
+    seconds = {n.path: n.cpu_s for n in notebooks(data)} | data.get("make_test", {}).get("nbval_s", {})
     paths = [course.rel(p, root) for p in course.notebooks(root=root)]
     if with_tests:
         seconds |= data.get("make_test", {}).get("slow_tests", {})
         paths += sorted(p.relative_to(root).as_posix() for p in (root / "tests").glob("test_*.py"))
     return sorted(paths, key=lambda p: (seconds.get(p) is None, -(seconds.get(p) or 0), p))
+
+
+def record_test_times(report: Path, catalog: Path = CATALOG, slow: float = 5) -> None:
+    """Write the seconds per file of a `make test` run's JUnit report (pytest --junitxml) into the
+    catalog: every notebook's into [make_test] nbval_s, the test files of at least `slow` seconds into
+    slow_tests. A file's seconds are the sum of its items' (setup, call and teardown)."""
+    import xml.etree.ElementTree as ET
+
+    seconds: dict[str, float] = {}
+    for case in ET.parse(report).iter("testcase"):
+        name = case.get("classname", "")
+        if name.endswith(".ipynb"):   # nbval: solutions.pytorch.ex09_fp16_gradient_window.ipynb
+            path = name.removesuffix(".ipynb").replace(".", "/") + ".ipynb"
+        elif name.startswith("tests."):   # tests.test_catalog (or tests.test_catalog.TestSomething)
+            path = "/".join(name.split(".")[:2]) + ".py"
+        else:
+            continue
+        seconds[path] = seconds.get(path, 0.0) + float(case.get("time", 0))
+    known = {n.path for n in notebooks(load(catalog))}
+    nbval = {p: round(s) for p, s in sorted(seconds.items(), key=lambda kv: -kv[1]) if p in known}
+    if len(nbval) != len(known):
+        raise ValueError(f"{report}: holds {len(nbval)} of the catalog's {len(known)} notebooks; record a whole "
+                         "`make test` run")
+    data = load(catalog)
+    data.setdefault("make_test", {})["slow_tests"] = {
+        p: round(s) for p, s in sorted(seconds.items(), key=lambda kv: -kv[1]) if p.startswith("tests/") and s >= slow}
+    data["make_test"]["nbval_s"] = nbval
+    dump(data, catalog)
 
 
 def reading_times() -> dict[str, str]:
@@ -274,6 +307,8 @@ def main(argv: list[str]) -> int:
         return 1 if found else 0
     elif what == "order":
         print(" ".join(order(with_tests="--with-tests" in argv)))
+    elif what == "test-times" and len(argv) == 2:
+        record_test_times(Path(argv[1]))
     else:
         print(__doc__.split("\n\n")[-1], file=sys.stderr)
         return 2
