@@ -83,3 +83,37 @@ def test_wrong_answers_that_pass_fail_elsewhere_or_leak_are_reported(code, secre
 def test_a_check_message_without_the_part_or_a_hint_is_reported():
     found = wa.judge("w", "ex99-part1", "ex99-part1-check", "AssertionError", "wrong", [])
     assert any("does not name the part" in p for p in found) and any("gives no hint" in p for p in found)
+
+
+# A part whose function has a quick check before a costly given cell, and a second solution cell after it.
+QUICK = [
+    _cell("def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION", "ex99-part1-solution"),
+    _cell("assert double(1) == 2, 'part 1: double(1) is not 2; a hint: twice the input, not the input plus 2'",
+          "ex99-part1-check-quick"),
+    _cell("runs = runs + 1\ntable = [double(k) for k in range(3)]"),   # the costly measurement, counted
+    _cell("### BEGIN SOLUTION\ntotal = sum(table)\n### END SOLUTION", "ex99-part1-solution-2"),
+    _cell("assert total == 6 and table == [0, 2, 4], 'part 1: total is not the sum of the table; a hint: add "
+          "every entry of table'", "ex99-part1-check"),
+]
+
+
+def test_a_wrong_answer_that_fails_a_quick_check_does_not_rerun_the_measurement_after_it():
+    namespace = {"runs": 0}
+
+    def run(code):
+        try:
+            exec(code, namespace)
+        except Exception as err:  # noqa: BLE001 - what a kernel reports
+            return type(err).__name__, str(err)
+        return None
+    for cell in QUICK:
+        assert run(cell.source) is None
+    wrong = [(0, {"what": "plus two", "code": "return x + 2"}, "ex99-part1", []),
+             (0, {"what": "off in the table only", "code": "return 2 * x if x < 2 else 5"}, "ex99-part1", []),
+             (3, {"what": "the table's length", "code": "total = len(table)"}, "ex99-part1", [])]
+    assert wa.try_part(QUICK, 4, wrong, run) == []
+    # 'off in the table only' passed the quick check and ran the measurement with the wrong double; the
+    # restore ran it again before the third wrong answer: 1 (the solution) + 1 + 1. 'plus two' failed the
+    # quick check first and cost no run of the measurement at all.
+    assert namespace["runs"] == 3
+    assert namespace["table"] == [0, 2, 4] and namespace["total"] == 6 and namespace["double"](5) == 10

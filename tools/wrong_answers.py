@@ -115,29 +115,37 @@ def judge(what: str, part: str, failed_in: str, ename: str, evalue: str, secrets
 
 def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str]]], run: Runner) -> list[str]:
     """Run each wrong answer from its solution cell to cell `check` (the part's last check); the problems
-    found. The solution's cells must have run before; they run again after each wrong answer from its
-    cell up to the next wrong answer's (after the last one, up to `check`), so that every wrong answer
-    meets the solution's state before its cell and the run goes on from the solution's state."""
-    def from_to(start: int, stop: int, first_source: str | None = None) -> tuple[str, tuple[str, str]] | None:
+    found. The solution's cells must have run before. After each wrong answer they run again from its
+    cell on, up to the furthest cell that any wrong answer of the part has reached so far (the cell
+    where it failed; the cells after it never ran with a wrong answer and still hold the solution's
+    results), but only up to the next wrong answer's cell, which runs them itself: every wrong answer
+    meets the solution's state before its cell, and the run goes on from the solution's state. A quick
+    check right after a solution cell therefore spares its wrong answers the given measurement that
+    follows it, and the restore its re-run."""
+    def from_to(start: int, stop: int, first_source: str | None = None) -> tuple[int, str, tuple[str, str]] | None:
         for j in range(start, stop):
             if cells[j]["cell_type"] == "code":
                 error = run(first_source if j == start and first_source is not None else cells[j]["source"])
                 if error:
-                    return _grade_id(cells[j]) or f"cell {j}", error
+                    return j, _grade_id(cells[j]) or f"cell {j}", error
         return None
 
     problems = []
     wrong = sorted(wrong, key=lambda w: w[0])
+    dirty = 0   # the cells before this one may hold a wrong answer's results (the furthest any one reached)
     for n, (first, entry, part, secrets) in enumerate(wrong):
         failed = from_to(first, check + 1, substitute(cells[first]["source"], entry["code"], entry.get("region", 1)))
         if failed:
-            where, (ename, evalue) = failed
+            at, where, (ename, evalue) = failed
             problems += judge(entry["what"], part, where, ename, evalue, secrets)
+            dirty = max(dirty, at + 1)
         else:
             problems.append(f"{part}, wrong answer '{entry['what']}': passed every check of {part}")
-        restored = from_to(first, wrong[n + 1][0] if n + 1 < len(wrong) else check + 1)
+            dirty = check + 1
+        # the next wrong answer runs its own cells again: restore what lies before it, or all after the last
+        restored = from_to(first, min(dirty, wrong[n + 1][0]) if n + 1 < len(wrong) else dirty)
         if restored:
-            problems.append(f"the solution's {restored[0]}, run again after the wrong answers, failed with "
-                            f"{restored[1][0]}: {restored[1][1]}")
+            problems.append(f"the solution's {restored[1]}, run again after the wrong answers, failed with "
+                            f"{restored[2][0]}: {restored[2][1]}")
             break
     return problems
