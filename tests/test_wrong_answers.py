@@ -43,8 +43,9 @@ CELLS = [
 ]
 
 
-def _runner():
-    namespace: dict = {}
+def _runner(cells=CELLS, namespace=None):
+    """A plain namespace that has run `cells`, and the run(code) of try_part for it."""
+    namespace = {} if namespace is None else namespace
 
     def run(code):
         try:
@@ -52,7 +53,7 @@ def _runner():
         except Exception as err:  # noqa: BLE001 - what a kernel reports
             return type(err).__name__, str(err)
         return None
-    for cell in CELLS:
+    for cell in cells:
         assert run(cell.source) is None
     return run, namespace
 
@@ -98,16 +99,7 @@ QUICK = [
 
 
 def test_a_wrong_answer_that_fails_a_quick_check_does_not_rerun_the_measurement_after_it():
-    namespace = {"runs": 0}
-
-    def run(code):
-        try:
-            exec(code, namespace)
-        except Exception as err:  # noqa: BLE001 - what a kernel reports
-            return type(err).__name__, str(err)
-        return None
-    for cell in QUICK:
-        assert run(cell.source) is None
+    run, namespace = _runner(QUICK, {"runs": 0})
     wrong = [(0, {"what": "plus two", "code": "return x + 2"}, "ex99-part1", []),
              (0, {"what": "off in the table only", "code": "return 2 * x if x < 2 else 5"}, "ex99-part1", []),
              (3, {"what": "the table's length", "code": "total = len(table)"}, "ex99-part1", [])]
