@@ -234,14 +234,15 @@ def record_test_times(report: Path, catalog: Path = CATALOG, slow: float = 5) ->
         else:
             continue
         seconds[path] = seconds.get(path, 0.0) + float(case.get("time", 0))
-    known = {n.path for n in notebooks(load(catalog))}
-    nbval = {p: round(s) for p, s in sorted(seconds.items(), key=lambda kv: -kv[1]) if p in known}
+    data = load(catalog)
+    known = {n.path for n in notebooks(data)}
+    slowest = sorted(seconds.items(), key=lambda kv: -kv[1])
+    nbval = {p: round(s) for p, s in slowest if p in known}
     if len(nbval) != len(known):
         raise ValueError(f"{report}: holds {len(nbval)} of the catalog's {len(known)} notebooks; record a whole "
                          "`make test` run")
-    data = load(catalog)
-    data.setdefault("make_test", {})["slow_tests"] = {
-        p: round(s) for p, s in sorted(seconds.items(), key=lambda kv: -kv[1]) if p.startswith("tests/") and s >= slow}
+    data.setdefault("make_test", {})["slow_tests"] = {p: round(s) for p, s in slowest
+                                                      if p.startswith("tests/") and s >= slow}
     data["make_test"]["nbval_s"] = nbval
     dump(data, catalog)
 
