@@ -20,6 +20,7 @@ as counted, and every assert of a check has a message.
 
     python -m tools.nbgrader_metadata [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
     python -m tools.nbgrader_metadata --check                    # exit 1 if missing or stale
+    python -m tools.nbgrader_metadata --table                    # the points of every assignment
     python -m tools.nbgrader_metadata --links [--check]          # course/source/ symlinks to solutions/
 """
 
@@ -353,11 +354,25 @@ def sync_course(course_dir: Path, solutions: Path, *, check: bool = False) -> li
     return problems
 
 
+def table(paths: list[Path]) -> str:
+    """The points of every assignment as the roles (not the files) count them, as markdown."""
+    nbs = notebooks(paths)
+    twins, rows, total = twin_exercises(nbs), ["| assignment | notebook | autograded | by hand | total |",
+                                               "| --- | --- | ---: | ---: | ---: |"], [0, 0]
+    for path in nbs:
+        parts = points_by_part(roles(json.loads(path.read_text())["cells"], exercise_id(path))).values()
+        auto, manual = sum(a for a, _ in parts), sum(m for _, m in parts)
+        total = [total[0] + auto, total[1] + manual]
+        rows.append(f"| `{assignment_of(path, twins)}` | `{path.parent.name}/{path.name}` | {auto} | {manual} | {auto + manual} |")
+    return "\n".join(rows + [f"| all | {len(nbs)} notebooks | {total[0]} | {total[1]} | {sum(total)} |"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path, default=[ROOT / "solutions"],
                         help="notebooks or folders (default: solutions/)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if metadata is missing or stale")
+    parser.add_argument("--table", action="store_true", help="print the points of every assignment (markdown)")
     parser.add_argument("--links", type=Path, metavar="COURSE", nargs="?", const=ROOT / "course",
                         help="instead of annotating: make COURSE/source/<assignment>/ symlinks to the "
                              "solution notebooks (default course/; with --check only compare)")
@@ -368,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems:
             print(p, file=sys.stderr if args.check else sys.stdout)
         return 1 if problems and args.check else 0
+    if args.table:
+        print(table(args.paths))
+        return 0
     changed, problems = run(args.paths, check=args.check)
     if not args.check:
         for path in changed:
