@@ -328,29 +328,22 @@ def twin_exercises(paths: list[Path]) -> set[str]:
 def sync_course(course_dir: Path, solutions: Path, *, check: bool = False) -> list[str]:
     """Make course/source/<assignment>/<notebook> a relative symlink to each solution notebook and
     remove links to notebooks that are gone; with check=True, only report what differs."""
-    nbs = notebooks([solutions])
+    nbs, source = notebooks([solutions]), course_dir / "source"
     twins = twin_exercises(nbs)
-    wanted = {course_dir / "source" / assignment_of(p, twins) / p.name:
-              Path(*[".."] * 3, p.resolve().relative_to(course_dir.resolve().parent)) for p in nbs}
-    problems = []
-    have = set((course_dir / "source").glob("*/*.ipynb")) if (course_dir / "source").exists() else set()
-    for link in sorted(have - set(wanted)):
-        problems.append(f"{link}: no solution notebook behind it" + ("" if check else "; removed"))
-        if not check:
-            link.unlink()
-    for link, target in sorted(wanted.items()):
-        if link.is_symlink() and Path(link.readlink()) == target:
-            continue
-        problems.append(f"{link}: " + ("should be a symlink to" if check else "linked to") + f" {target}")
-        if not check:
-            link.parent.mkdir(parents=True, exist_ok=True)
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(target)
+    wanted = {source / assignment_of(p, twins) / p.name: Path("../../..", p.resolve().relative_to(
+        course_dir.resolve().parent)) for p in nbs}
+    have = set(source.glob("*/*.ipynb")) if source.exists() else set()
+    problems = [f"{link}: no solution notebook behind it" for link in sorted(have - set(wanted))]
+    wrong = {link: t for link, t in wanted.items() if not (link.is_symlink() and link.readlink() == t)}
+    problems += [f"{link}: should be a symlink to {t}" for link, t in sorted(wrong.items())]
     if not check:
-        for folder in (course_dir / "source").iterdir():
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+        for link in (have - set(wanted)) | set(wrong):
+            link.unlink(missing_ok=True)
+        for link, target in wrong.items():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+        for folder in (f for f in source.iterdir() if f.is_dir() and not any(f.iterdir())):
+            folder.rmdir()
     return problems
 
 
@@ -381,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         problems = sync_course(args.links, ROOT / "solutions" if args.paths == [ROOT / "solutions"]
                                else args.paths[0], check=args.check)
         for p in problems:
-            print(p, file=sys.stderr if args.check else sys.stdout)
+            print(p if args.check else p.replace("should be", "now"), file=sys.stderr if args.check else sys.stdout)
         return 1 if problems and args.check else 0
     if args.table:
         print(table(args.paths))
