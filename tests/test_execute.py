@@ -47,13 +47,17 @@ def test_a_foreign_python3_kernelspec_first_on_the_path_is_not_used(tmp_path, mo
     assert nb.cells[0].outputs[0].text == f"{sys.executable}\n{tmp_path}\n"
 
 
-def test_in_place_execution_writes_what_jupyterlab_would(tmp_path):
+def test_in_place_execution_writes_what_jupyterlab_would_and_never_a_failed_run(tmp_path):
     path = tmp_path / "nb.ipynb"
     nbformat.write(notebook("1 + 1"), path)
     assert execute.main([str(path)]) == 0
     nb = nbformat.read(path, as_version=4)
     assert nb.cells[0].execution_count == 1 and nb.cells[0].outputs[0].data["text/plain"] == "2"
     assert nb.metadata.kernelspec == layout.KERNELSPEC
+    failing = tmp_path / "failing.ipynb"
+    nbformat.write(notebook("1 + 1", "1 / 0"), failing)
+    before = failing.read_text()
+    assert execute.main([str(path), str(failing)]) == 1 and failing.read_text() == before   # not saved half-run
 
 
 @pytest.fixture(scope="module")

@@ -56,9 +56,10 @@ def client(nb: nbformat.NotebookNode, cwd: Path, *, timeout: float | None = 900,
                           record_timing=False, resources={"metadata": {"path": str(cwd)}}, **options)
 
 
-def run(path: Path, target: Path, timeout: float) -> dict:
+def run(path: Path, target: Path, timeout: float, *, keep_failed: bool = True) -> dict:
     """Execute the notebook at `path` (in its folder), write the executed notebook to `target` (the
-    cells after a failure left without outputs), and return what happened."""
+    cells after a failure left without outputs; with keep_failed=False, only if it ran through), and
+    return what happened."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -75,8 +76,9 @@ def run(path: Path, target: Path, timeout: float) -> dict:
         message = f"{e.ename}: {e.evalue}" if isinstance(e, CellExecutionError) else str(e).strip().splitlines()[0]
         error = (kind, current[-1] if current else None, message)
     seconds = time.perf_counter() - start
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
+    if error is None or keep_failed:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     return {"path": path, "seconds": seconds, "error": error,
             "checks": (text.count("check passed:"), text.count("check skipped:"))}
@@ -129,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         parser.error("name the notebooks to execute in place (or --out DIR for a report)")
     for p in paths:
-        r = run(p, p, args.timeout)
-        print(f"{p}: {r['seconds']:.1f} s" + (f"; {r['error'][0]}: {r['error'][2]}" if r["error"] else ""), flush=True)
+        r = run(p, p, args.timeout, keep_failed=False)
+        print(f"{p}: {r['seconds']:.1f} s" + (f"; {r['error'][0]} at cell {r['error'][1]}: {r['error'][2]}; "
+                                             "not saved" if r["error"] else ""), flush=True)
         if r["error"]:
             return 1
     return 0
