@@ -23,7 +23,7 @@ def first_heading(path: str) -> str:
 
 
 def test_every_lesson_and_solution_is_in_the_catalog_once():
-    listed = [n.path for n in NOTEBOOKS]
+    listed = [path for path, _, _ in NOTEBOOKS]
     assert len(listed) == len(set(listed))
     assert sorted(listed) == sorted(layout.rel(p) for p in layout.notebooks("lessons", "solutions"))
     assert sorted(e["order"] for e in DATA["lesson"]) == list(range(1, len(DATA["lesson"]) + 1))
@@ -32,17 +32,13 @@ def test_every_lesson_and_solution_is_in_the_catalog_once():
     assert {e["after_lesson"] for e in DATA["exercise"]} <= {e["order"] for e in DATA["lesson"]}
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda n: n.path)
-def test_title_is_the_notebooks_first_heading(nb):
-    prefix = f"# {nb.id[:2]} · " if nb.kind == "lesson" else f"# Exercise {int(nb.id[2:4])} · "
-    assert first_heading(nb.path) == prefix + nb.title
+@pytest.mark.parametrize("path, kind, entry", NOTEBOOKS, ids=[path for path, _, _ in NOTEBOOKS])
+def test_title_is_the_notebooks_first_heading(path, kind, entry):
+    prefix = f"# {entry['id'][:2]} · " if kind == "lesson" else f"# Exercise {entry['number']} · "
+    assert first_heading(path) == prefix + entry["title"]
 
 
-def test_twins_and_counterparts_exist_in_the_other_framework():
-    for nb in NOTEBOOKS:
-        if nb.twin:
-            twin = next(n for n in NOTEBOOKS if n.path == nb.twin)
-            assert twin.twin == nb.path and twin.folder != nb.folder and twin.id == nb.id
+def test_counterparts_are_each_others_in_the_other_framework():
     numbers = {e["number"]: e for e in DATA["exercise"]}
     for e in DATA["exercise"]:
         if "counterpart" in e:
@@ -51,11 +47,13 @@ def test_twins_and_counterparts_exist_in_the_other_framework():
 
 
 def test_points_are_what_nbgrader_metadata_counts():
-    for nb in (n for n in NOTEBOOKS if n.kind == "exercise"):
-        cells = json.loads((ROOT / nb.path).read_text())["cells"]
-        counted = sum(a + m for a, m in nbgrader_metadata.points_by_part(
-            nbgrader_metadata.roles(cells, nb.id[:4])).values())
-        assert nb.points == counted, f"{nb.path}: catalog.toml says {nb.points} points, its cells {counted}"
+    for path, kind, e in NOTEBOOKS:
+        if kind == "exercise":
+            cells = json.loads((ROOT / path).read_text())["cells"]
+            counted = sum(a + m for a, m in nbgrader_metadata.points_by_part(
+                nbgrader_metadata.roles(cells, e["id"][:4])).values())
+            folder = path.split("/")[1]
+            assert e["points"][folder] == counted, f"{path}: catalog.toml says {e['points'][folder]} points, its cells {counted}"
 
 
 def test_every_notebook_states_its_time():

@@ -16,7 +16,6 @@ import json
 import re
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 from tools import layout
@@ -26,20 +25,6 @@ FIELDS = {"lesson": ("id", "order", "title", "summary"),
           "exercise": ("id", "number", "order", "after_lesson", "title", "asks", "counterpart", "points")}
 BEGIN_MARK, END_MARK = "<!-- generated from catalog.toml: {} -->", "<!-- end of generated {} -->"
 WORKING_TIME = re.compile(r"\*About (\d+) minutes")
-
-
-@dataclass(frozen=True)
-class Notebook:
-    """One notebook's facts: `path` repository-relative (the solution's, for an exercise)."""
-
-    path: str
-    kind: str  # "lesson" or "exercise"
-    id: str
-    folder: str  # pytorch, jax or common
-    title: str
-    order: int
-    twin: str | None  # the same lesson or exercise in the other framework
-    points: int | None
 
 
 def load(path: Path = CATALOG) -> dict:
@@ -60,19 +45,11 @@ def folders_of(kind: str, entry: dict) -> list[str]:
     return list(layout.FRAMEWORKS) if kind == "lesson" else list(entry["points"])
 
 
-def notebooks(data: dict | None = None) -> list[Notebook]:
-    """Every notebook of the catalog: lessons in order, then exercises by number."""
+def notebooks(data: dict | None = None) -> list[tuple[str, str, dict]]:
+    """(repository path, kind, entry) of every notebook of the catalog (the solution, for an exercise)."""
     data = load() if data is None else data
-    out = []
-    for kind, base in (("lesson", "notebooks"), ("exercise", "solutions")):
-        for e in sorted(data.get(kind, []), key=lambda e: e.get("number", e["order"])):
-            folders = folders_of(kind, e)
-            for folder in folders:
-                others = [f for f in folders if f != folder and f in layout.FRAMEWORKS]
-                twin = f"{base}/{others[0]}/{e['id']}.ipynb" if folder in layout.FRAMEWORKS and others else None
-                out.append(Notebook(f"{base}/{folder}/{e['id']}.ipynb", kind, e["id"], folder, e["title"],
-                                    e["order"], twin, e.get("points", {}).get(folder)))
-    return out
+    return [(f"{base}/{folder}/{e['id']}.ipynb", kind, e) for kind, base in (("lesson", "notebooks"),
+            ("exercise", "solutions")) for e in data.get(kind, []) for folder in folders_of(kind, e)]
 
 
 def stated_minutes(kind: str, e: dict, root: Path = layout.ROOT) -> dict[str, int | None]:
