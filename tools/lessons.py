@@ -146,7 +146,6 @@ def sources(root: Path = ROOT) -> list[Path]:
     return sorted((root / SOURCES).glob("[0-9][0-9]_*.md"))
 
 
-
 def shared_share(src: Path, fw: str) -> float:
     """The share of fw's markdown words (whole notebook) that are in shared cells of the source."""
     from tools.lesson_stats import words
@@ -170,20 +169,20 @@ def print_stats(srcs: list[Path]) -> None:
             print(f"{src.stem:28} {fw:8} {st.main_words:6} {st.aside_words:6} {st.main_code:5} "
                   f"{st.stated_minutes or '-':>6} {st.minutes:5} {shared_share(src, fw):6.0%}")
 
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv[:1] == ["stats"]:
             print_stats([source_path(l) for l in argv[1:]] or sources())
             return 0
-        else:
-            parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-            parser.add_argument("lesson", nargs="*", help="lesson numbers or names (default: every lesson)")
-            parser.add_argument("--force", action="store_true", help="overwrite notebooks edited by hand")
-            parser.add_argument("--check", action="store_true", help="write nothing; fail if a notebook is stale")
-            args = parser.parse_args(argv)
-            problems = write_notebooks([source_path(l) for l in args.lesson] or sources(),
-                                       force=args.force, check=args.check)
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("lesson", nargs="*", help="lesson numbers or names (default: every lesson)")
+        parser.add_argument("--force", action="store_true", help="overwrite notebooks edited by hand")
+        parser.add_argument("--check", action="store_true", help="write nothing; fail if a notebook is stale")
+        args = parser.parse_args(argv)
+        problems = write_notebooks([source_path(l) for l in args.lesson] or sources(), force=args.force,
+                                   check=args.check)
     except SourceError as e:
         problems = [str(e)]
     for p in problems:
