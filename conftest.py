@@ -49,5 +49,7 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session):
     config = session.config
     if config.getoption("record_durations") and not hasattr(config, "workerinput"):  # xdist's controller
-        seconds = {f: round(s) for f, s in sorted(_seconds.items(), key=lambda kv: -kv[1]) if s >= 1}
+        seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        seconds |= {f: round(s) for f, s in _seconds.items()}   # a run of some files updates theirs only
+        seconds = {f: s for f, s in sorted(seconds.items(), key=lambda kv: -kv[1]) if s >= 1}
         DURATIONS.write_text(json.dumps(seconds, indent=1) + "\n")
