@@ -8,7 +8,7 @@
   (tests/wrong_answers/plugin.py, beside the wrong answers' data).
 - Longest first: pytest-xdist's workers take whole files (--dist loadscope --no-loadscope-reorder) in
   collection order, so the files are ordered by their seconds in tests/durations.json, the longest
-  first, and the short ones fill the tail. `--record-durations` rewrites that file from the run.
+  first, and the short ones fill the tail. `--record-durations` updates that file from the run.
 """
 
 from __future__ import annotations
