@@ -243,22 +243,3 @@ class _CountedCollectives:
     def __exit__(self, *exc: Any) -> None:
         for name, real in self.saved.items():
             setattr(dist, name, real)
-
-
-def _fail_on(rank: int, world: int, bad_rank: int, how: str = "raise") -> int:
-    """Worker for testing launch(): rank bad_rank raises ValueError (how='raise'), exits without a
-    word ('exit') or hangs ('hang'); the others wait in a barrier for it."""
-    if rank == bad_rank:
-        if how == "raise":
-            raise ValueError(f"rank {rank} was told to fail")
-        if how == "exit":
-            os._exit(3)
-        time.sleep(3600)
-    dist.barrier()
-    return rank
-
-
-def _pid_of_rank(rank: int, world: int, seconds: float = 0.0) -> int:
-    """Worker for testing launch(): sleep, then return this rank's process id."""
-    time.sleep(seconds)
-    return os.getpid()

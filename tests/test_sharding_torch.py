@@ -14,6 +14,8 @@ import pytest
 import helpers as hp
 from helpers import distributed_torch as D
 
+import rank_workers as W  # tests/rank_workers.py (pytest puts tests/ on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -43,7 +45,7 @@ def _children() -> set[int]:
 
 
 def test_ranks_report_in_rank_order():
-    pids = hp.launch(D._pid_of_rank, 2, timeout=300)
+    pids = hp.launch(W.pid_of_rank, 2, timeout=300)
     assert len(set(pids)) == 2 and os.getpid() not in pids
     assert not any(_alive(p) for p in pids)
 
@@ -51,20 +53,20 @@ def test_ranks_report_in_rank_order():
 def test_a_rank_that_raises_is_named_with_its_exception_and_nothing_is_left():
     before = _children()
     with pytest.raises(D.RankFailed, match=r"rank 1 of 2 failed: ValueError: rank 1 was told to fail"):
-        hp.launch(D._fail_on, 2, 1, "raise", timeout=300)
+        hp.launch(W.fail_on, 2, 1, "raise", timeout=300)
     time.sleep(0.5)
     assert _children() - before <= {p for p in _children() if not _alive(p)}
 
 
 def test_a_rank_that_dies_silently_is_named_with_its_exit_code():
     with pytest.raises(D.RankFailed, match=r"rank 0 of 2 failed: died with exit code 3"):
-        hp.launch(D._fail_on, 2, 0, "exit", timeout=300)
+        hp.launch(W.fail_on, 2, 0, "exit", timeout=300)
 
 
 def test_a_hanging_launch_times_out_and_stops_every_rank():
     before = _children()
     with pytest.raises(D.RankFailed, match=r"did not finish within"):
-        hp.launch(D._fail_on, 2, 1, "hang", timeout=8)   # any limit: the rank never finishes
+        hp.launch(W.fail_on, 2, 1, "hang", timeout=8)   # any limit: the rank never finishes
     time.sleep(0.5)
     assert not (_children() - before)
 
@@ -72,10 +74,12 @@ def test_a_hanging_launch_times_out_and_stops_every_rank():
 def test_an_interrupt_stops_every_rank():
     """A kernel's stop button is SIGINT to the kernel process: the ranks must go with the launch."""
     code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "tests")
         import helpers as hp
-        from helpers import distributed_torch as D
+        import rank_workers as W
         if __name__ == "__main__":
-            hp.launch(D._fail_on, 2, 1, "hang", timeout=600)
+            hp.launch(W.fail_on, 2, 1, "hang", timeout=600)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     ranks: list[int] = []
@@ -114,7 +118,7 @@ def test_a_function_defined_outside_a_module_is_refused():
     with pytest.raises(ValueError, match="put it in a module"):
         hp.launch(local, 2)
     with pytest.raises(ValueError, match="whole number of ranks"):
-        hp.launch(D._pid_of_rank, 0)
+        hp.launch(W.pid_of_rank, 0)
 
 
 def test_rank_memory_matches_the_formulas():

@@ -40,8 +40,9 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from tools import catalog, course, lessons
-from tools.course import BEGIN, END, FRAMEWORKS, HEADING, NEUTRAL, AsideTracker
+from tools import catalog, lessons
+from tools import layout as course  # renamed from tools/course.py (nbgrader's course/ has that name)
+from tools.layout import BEGIN, END, FRAMEWORKS, HEADING, NEUTRAL, AsideTracker
 
 ROOT = course.ROOT
 CONF_DIR = ROOT / "site"
