@@ -1,13 +1,17 @@
-"""JupyterLab as `make lab` starts it, in headless Chromium: open the first lesson in both frameworks,
-Run All from the menu, wait for the kernel to be idle, and check that no cell shows an error and that
-every figure rendered; open the start page, whose links lead to the exercises; and ask it for every
-notebook the site's "In JupyterLab" links name. JupyterLab works on a copy of notebooks/, exercises/
-and solutions/ in a temporary folder, so the committed notebooks cannot be
-modified (autosave is off too, nothing is saved, and the test checks that the copies are unchanged,
-with no .ipynb_checkpoints left behind in the repository)."""
+"""JupyterLab as `make lab` starts it, in headless Chromium.
+
+- The address `make lab` prints opens the start page, whose links lead to the exercises.
+- The first lesson in both frameworks: Run All from the menu, wait for the kernel to be idle, and
+  check that no cell shows an error and that every figure rendered. This JupyterLab works on a copy
+  of notebooks/, exercises/ and solutions/ in a temporary folder with autosave off, and the test
+  checks that nothing was saved and no .ipynb_checkpoints appeared in the repository.
+- A student's normal use: in a copy of the whole repository, open a lesson and an exercise, save
+  them (Ctrl-S, as autosave would), then the lesson sync test and `make site` must still pass there.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,27 +20,28 @@ import secrets
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
 
-from conftest import ROOT, SCREENSHOTS, SITE, free_port, watched
-from tools import course
+from browsing import ROOT, SCREENSHOTS, free_port, watched
+
+pytestmark = pytest.mark.browser
 
 NOTEBOOKS = ["pytorch/01_memory_anatomy.ipynb", "jax/01_memory_anatomy.ipynb"]  # under notebooks/
-COPIED = list(course.FOLDERS.values())  # what JupyterLab serves: lessons, exercises, solutions
-RUN_TIMEOUT_S = 480  # per notebook; README: 11 s and 12 s on an idle 2-core machine, far more on a loaded one
-# what a reader's first start of JupyterLab would otherwise do: autosave (which would write the
-# committed notebooks), virtualized notebooks (cells out of view not in the page), news from the web
-SETTINGS = {
-    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
-}
+COPIED = ["notebooks", "exercises", "solutions"]  # what the Run All tests' JupyterLab serves
+RUN_TIMEOUT_S = 480  # per notebook: about 10 s each on an idle 2-core machine, far more on a loaded one
+CPU = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu", "COURSE_PROFILE": "cpu"}  # as make test runs them
+# what a reader's first start of JupyterLab would otherwise do: news from the web; and for the Run All
+# tests, autosave (which would write the copies) and virtualized notebooks (cells out of view not in the page)
+QUIET = {"@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False}}
+READ_ONLY = {**QUIET,
+             "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+             "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
 
 
 def lab_command() -> list[str]:
@@ -53,31 +58,26 @@ def tree(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def lab():
-    """JupyterLab started by `make lab`'s command, in a copy of the repository's notebooks/ and
-    exercises/ (so that nothing it does can touch the committed files), on a free port with a known token, with
-    COURSE_PROFILE=cpu and no GPU. The kernel imports the helpers from the repository (the venv has
-    them installed in editable mode)."""
-    home = Path(tempfile.mkdtemp(prefix="lab-test-"))
-    repo_checkpoints = {p for folder in COPIED for p in (ROOT / folder).rglob(".ipynb_checkpoints")}
-    for folder in COPIED:
-        shutil.copytree(ROOT / folder, home / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    for name, value in SETTINGS.items():
-        path = home / "settings" / name
+@contextlib.contextmanager
+def running_lab(home: Path, settings: dict):
+    """`make lab`'s command run in home, on a free port with a known token, its settings and runtime
+    files in home/.lab; yields the base address, the token and the server's log so far (a function).
+    The kernel imports the helpers from the repository (the venv has them in editable mode)."""
+    for name, value in settings.items():
+        path = home / ".lab" / "settings" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
-    env = course.cpu_environ(dict(os.environ,
-               JUPYTERLAB_SETTINGS_DIR=str(home / "settings"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython")))
+    env = dict(os.environ, **CPU, JUPYTERLAB_SETTINGS_DIR=str(home / ".lab" / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / ".lab" / "workspaces"),
+               JUPYTER_RUNTIME_DIR=str(home / ".lab" / "runtime"), IPYTHONDIR=str(home / ".lab" / "ipython"))
     port, token = free_port(), secrets.token_hex(16)
-    before = {folder: tree(home / folder) for folder in COPIED}
     cmd = lab_command()
     if not Path(cmd[0]).is_absolute() and (ROOT / cmd[0]).exists():
         cmd[0] = str(ROOT / cmd[0])  # .venv/bin/jupyter, run from the copy
     cmd += ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
-    log = open(home / "server.log", "w")
+    log_path = home / ".lab" / "server.log"
+    log = open(log_path, "w")
     server = subprocess.Popen(cmd, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -90,12 +90,9 @@ def lab():
             except OSError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start ({' '.join(cmd)}):\n{(home / 'server.log').read_text()}")
+                pytest.fail(f"JupyterLab did not start ({' '.join(cmd)}):\n{log_path.read_text()}")
             time.sleep(0.5)
-        yield base, token, home / "notebooks"
-        saved = {f"{folder}/{k}" for folder in COPIED for k, v in tree(home / folder).items()
-                 if ".ipynb_checkpoints" not in k and before[folder].get(k) != v}
-        assert not saved, f"JupyterLab saved {sorted(saved)}: it must close without saving"
+        yield base, token, log_path.read_text
     finally:
         server.terminate()
         try:
@@ -104,7 +101,25 @@ def lab():
             server.kill()
         log.close()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(home / "server.log", SCREENSHOTS / "lab-server.log")  # for a failure's post-mortem
+        shutil.copyfile(log_path, SCREENSHOTS / f"lab-server-{home.name}.log")  # for a failure's post-mortem
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """JupyterLab in a copy of the repository's notebooks/, exercises/ and solutions/ (so that nothing
+    it does can touch the committed files), autosave off; it must close without having saved."""
+    home = Path(tempfile.mkdtemp(prefix="lab-test-"))
+    repo_checkpoints = {p for folder in COPIED for p in (ROOT / folder).rglob(".ipynb_checkpoints")}
+    for folder in COPIED:
+        shutil.copytree(ROOT / folder, home / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    before = {folder: tree(home / folder) for folder in COPIED}
+    try:
+        with running_lab(home, READ_ONLY) as (base, token, log):
+            yield base, token, home / "notebooks", log
+            saved = {f"{folder}/{k}" for folder in COPIED for k, v in tree(home / folder).items()
+                     if ".ipynb_checkpoints" not in k and before[folder].get(k) != v}
+            assert not saved, f"JupyterLab saved {sorted(saved)}: it must close without saving"
+    finally:
         shutil.rmtree(home, ignore_errors=True)
     new = {p for folder in COPIED for p in (ROOT / folder).rglob(".ipynb_checkpoints")} - repo_checkpoints
     assert not new, f"checkpoints appeared in the repository: {sorted(map(str, new))}"
@@ -131,7 +146,9 @@ def committed_figures(path: Path) -> int:
 
 @pytest.mark.parametrize("nb", NOTEBOOKS)
 def test_run_all_in_jupyterlab(browser, lab, screenshots, nb):
-    base, token, copy = lab
+    from playwright.sync_api import expect
+
+    base, token, copy, _ = lab
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(120_000)  # a loaded 2-core machine is slow to draw JupyterLab
     watch = watched(context)
@@ -199,18 +216,20 @@ def test_run_all_in_jupyterlab(browser, lab, screenshots, nb):
     assert not watch.problems(), f"{nb}:\n" + "\n".join(watch.problems())
 
 
-def test_start_page_opens_the_exercises(browser, lab, screenshots):
-    """The page `make lab` opens: it renders, the file browser shows notebooks/, and a
-    link to an exercise (../exercises/...) opens that notebook inside JupyterLab."""
-    base, token, _ = lab
-    opens = [a for a in lab_command() if a.endswith(".ipynb")]
-    assert opens == ["notebooks/00_start_here.ipynb"], f"make lab should open the start page, opens {opens}"
-    start = opens[0]
+def test_the_address_make_lab_prints_opens_the_start_page(browser, lab, screenshots):
+    """The address in the log of `make lab` (what a reader copies into a browser) opens the start page,
+    with the file browser at notebooks/; a link to an exercise (../exercises/...) opens that notebook
+    inside JupyterLab."""
+    from playwright.sync_api import expect
+
+    base, token, _, log = lab
+    printed = re.findall(re.escape(base) + r"/\S*", log())
+    assert printed, f"make lab's JupyterLab printed no address:\n{log()}"
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(120_000)
     watch = watched(context)
     page = context.new_page()
-    page.goto(f"{base}/lab/tree/{start}?reset&token={token}")
+    page.goto(printed[0])
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     expect(panel.locator("h1", has_text="start here")).to_be_visible(timeout=120_000)
     expect(page.locator(".jp-BreadCrumbs")).to_contain_text("notebooks")
@@ -226,14 +245,43 @@ def test_start_page_opens_the_exercises(browser, lab, screenshots):
     assert not watch.problems(), "\n".join(watch.problems())
 
 
-def test_the_sites_jupyterlab_links_open_in_make_labs_jupyterlab(lab):
-    """Every "In JupyterLab" address of the built site names a notebook that the JupyterLab of
-    `make lab` serves at that path (it was lab/tree/pytorch/..., a 404: the root is the repository)."""
-    base, token, _ = lab
-    links = {m for page in SITE.rglob("*.html") for m in re.findall(
-        re.escape(course.LAB_URL) + r'([^"<>\s]+\.ipynb)', page.read_text(encoding="utf-8"))}
-    expected = {course.rel(p) for kind in course.FOLDERS for p in course.notebooks(kind)}
-    assert links == expected, f"missing {sorted(expected - links)[:5]}, unexpected {sorted(links - expected)[:5]}"
-    for path in sorted(links):
-        model = api(base, token, f"/api/contents/{path}")
-        assert model["type"] == "notebook" and model["path"] == path
+OPENED = ["notebooks/jax/03_activation_checkpointing.ipynb", "exercises/pytorch/ex08_optimizer_step_memory.ipynb"]
+
+
+def test_opening_and_saving_in_jupyterlab_keeps_the_sync_test_and_the_site_green(browser, tmp_path, screenshots):
+    """A student opens a lesson and an exercise in `make lab` and saves them (Ctrl-S, what autosave
+    does two minutes later); then the lesson sync test and `make site` pass in that repository."""
+    from playwright.sync_api import expect
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT, repo, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "gpu-check*", ".ipynb_checkpoints", "__pycache__", "*.egg-info"))
+    with running_lab(repo, QUIET) as (base, token, _):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(120_000)
+        watch = watched(context)
+        page = context.new_page()
+        for rel in OPENED:
+            before = api(base, token, f"/api/contents/{rel}")["last_modified"]
+            page.goto(f"{base}/lab/tree/{rel}?token={token}")
+            notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
+            expect(notebook).to_be_visible(timeout=120_000)
+            idle = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']")
+            expect(idle).to_have_count(1, timeout=120_000)  # the kernel has started
+            notebook.locator(".jp-Cell").first.click()
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 60
+            while api(base, token, f"/api/contents/{rel}")["last_modified"] == before:
+                assert time.monotonic() < deadline, f"{rel} was not saved"
+                time.sleep(0.5)
+            page.screenshot(path=screenshots / f"lab-saved-{Path(rel).stem}.png")
+        context.close()
+        shut_down_kernels(base, token)
+        assert not watch.problems(), "\n".join(watch.problems())
+    changed = {rel: json.loads((repo / rel).read_text()) != json.loads((ROOT / rel).read_text()) for rel in OPENED}
+    print(f"saved by JupyterLab; differs from the committed file as JSON: {changed}")
+    sync = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/test_lesson_sources.py"],
+                          cwd=repo, capture_output=True, text=True)
+    assert sync.returncode == 0, f"the lesson sync test fails after a save in JupyterLab:\n{sync.stdout[-3000:]}"
+    site = subprocess.run(["make", "site", f"VENV={ROOT / '.venv'}"], cwd=repo, capture_output=True, text=True)
+    assert site.returncode == 0, f"make site fails after a save in JupyterLab:\n{site.stdout[-2000:]}{site.stderr[-3000:]}"
