@@ -181,10 +181,11 @@ def frame_answers(nb: nbformat.NotebookNode) -> None:
                                  cell.source.replace("\r\n", "\n") + "\n", flags=re.S | re.M)
 
 
-def site_links(nb: nbformat.NotebookNode, folder: str) -> None:
-    """Relative links of the markdown cells, written from the notebook's folder in the repository,
-    made relative to the site's source: a lesson notebook's link goes to its lesson page, the start
-    page's to the home page; another repository file becomes a download."""
+def relink(text: str, folder: str) -> str:
+    """Relative links of a Markdown text written in the repository's `folder`, made to work on the
+    site: a notebook or a page becomes a link to its page (a lesson notebook's to its lesson, the
+    start page's to the home page), another repository file a download. Sphinx resolves a path through
+    site/'s links to the folders outside it, so a page is named by its document name instead."""
     def fix(m: re.Match) -> str:
         target, _, anchor = m.group(2).partition("#")
         if not target or re.match(r"[a-z]+:", target):
@@ -197,12 +198,9 @@ def site_links(nb: nbformat.NotebookNode, folder: str) -> None:
         text = re.sub(r"[`*]", "", m.group(1))  # a role's text is plain
         if path.suffix not in (".ipynb", ".md") or anchor:
             return f"{{download}}`{text} </{rel}>`"
-        # a document by its name: Sphinx resolves a path through the links of site/ to outside it
         return f"{{doc}}`{text} </{rel.rsplit('.', 1)[0]}>`"
 
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            cell.source = re.sub(r"(?<!!)\[([^\]]*)\]\(([^)\s]+)\)", fix, cell.source)
+    return re.sub(r"(?<!!)\[([^\]]*)\]\(([^)\s]+)\)", fix, text)
 
 
 def repo_link(rel: str) -> str:
@@ -226,7 +224,7 @@ def notebook_page(app, docname: str, source: list[str]) -> None:
     kind, _, rest = docname.partition("/")
     if kind == "lessons":
         nb = lesson_notebook(rest)
-        site_links(nb, "notebooks/pytorch")
+        folder = "notebooks/pytorch"
         files = {f"{label} notebook": f"notebooks/{fw}/{rest}.ipynb" for fw, label in FRAMEWORKS.items()}
     elif kind in ("exercises", "solutions") and "/" in rest:
         nb = nbformat.reads(source[0], as_version=4)
@@ -237,9 +235,15 @@ def notebook_page(app, docname: str, source: list[str]) -> None:
         title.source = re.sub(r"^# (.*)", lambda m: f"# {'Solution: ' if kind == 'solutions' else ''}{m.group(1)} ({label})",
                               title.source, count=1)
         frame_answers(nb)
-        site_links(nb, f"{kind}/{folder}")
+        folder = f"{kind}/{folder}"
+    elif kind == "docs":
+        source[0] = relink(source[0], "docs")
+        return
     else:
         return
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = relink(cell.source, folder)
     describe_figures(nb)
     first = nb.cells[0]
     if first.cell_type == "markdown" and first.source.startswith("# ") and "\n" in first.source.strip():
