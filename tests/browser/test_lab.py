@@ -263,10 +263,10 @@ def test_opening_and_saving_in_jupyterlab_keeps_the_sync_test_and_the_site_green
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         context.set_default_timeout(120_000)
         watch = watched(context)
-        page = context.new_page()
         for rel in OPENED:
             before = api(base, token, f"/api/contents/{rel}")["last_modified"]
-            page.goto(f"{base}/lab/tree/{rel}?token={token}")
+            page = context.new_page()  # ?reset: this notebook alone, not the tabs of the last page
+            page.goto(f"{base}/lab/tree/{rel}?reset&token={token}")
             notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook")
             expect(notebook).to_be_visible(timeout=120_000)
             idle = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']")
@@ -282,6 +282,7 @@ def test_opening_and_saving_in_jupyterlab_keeps_the_sync_test_and_the_site_green
                     break
             assert saved != before, f"{rel} was not saved after three presses of Ctrl-S"
             page.screenshot(path=screenshots / f"lab-saved-{Path(rel).stem}.png")
+            page.close()
         context.close()
         shut_down_kernels(base, token)
         assert not watch.problems(), "\n".join(watch.problems())
