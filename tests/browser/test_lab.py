@@ -283,16 +283,12 @@ def test_opening_and_saving_in_jupyterlab_keeps_the_sync_test_and_the_site_green
             except AssertionError:
                 pass
             marked[rel] = dirty.count() == 1
-            for attempt in range(3):  # a loaded machine may drop the first key press while the page settles
-                notebook.locator(".jp-Cell").first.click()
-                page.keyboard.press("Control+s")
-                deadline = time.monotonic() + 30
-                while (saved := api(base, token, f"/api/contents/{rel}")["last_modified"]) == before \
-                        and time.monotonic() < deadline:
-                    page.wait_for_timeout(500)
-                if saved != before:
-                    break
-            assert saved != before, f"{rel} was not saved after three presses of Ctrl-S"
+            notebook.locator(".jp-Cell").first.click()
+            page.keyboard.press("Control+s")
+            deadline = time.monotonic() + 60
+            while api(base, token, f"/api/contents/{rel}")["last_modified"] == before:
+                assert time.monotonic() < deadline, f"{rel} was not saved 60 s after Ctrl-S"
+                page.wait_for_timeout(500)
             page.screenshot(path=screenshots / f"lab-saved-{Path(rel).stem}.png")
             page.close()
         context.close()
