@@ -26,7 +26,6 @@ nb_merge_streams = True
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 myst_heading_anchors = 3
 copybutton_selector = "div.cell_input div.highlight pre"  # code, not its outputs
-suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "sphinx_book_theme"
 html_title = project
