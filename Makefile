@@ -13,11 +13,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# JupyterLab opens on the start page with its file browser at notebooks/. Its root is the repository
-# (a file argument alone would make notebooks/ the root), so the start page's links to ../exercises/
-# open inside JupyterLab. It refuses to run as root unless told, and containers often run as root.
+# JupyterLab rooted at the repository (so the start page's links to ../exercises/ open inside it), on
+# the start page: default_url is the address it opens and the one it prints. It refuses to run as root
+# unless told, and containers often run as root.
+START_PAGE := /lab/tree/notebooks/00_start_here.ipynb
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=. notebooks/00_start_here.ipynb $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=$(START_PAGE) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Two pytest-xdist workers; --dist loadscope keeps every file's items in one worker (a notebook's cells in
 # one kernel), and --no-loadscope-reorder makes the workers take the files in collection order, which
@@ -64,10 +65,11 @@ gpu-check:
 gpu-check-cpu: $(STAMP)
 	$(BIN)/python -m tools.execute --out gpu-check-cpu $(ARGS)
 
-# The course website: the committed notebooks rendered (never re-executed) into build/site/html with
-# Sphinx, offline, warnings as errors (python -m tools.build_site, site/conf.py). Needs only the `site` extra
-# of pyproject.toml, not torch or jax. `make browser-test` then checks the site and `make lab`'s
-# JupyterLab in headless Chromium (Debian's /usr/bin/chromium; screenshots in build/screenshots/).
+# The course website: the committed notebooks rendered by myst-nb (never re-executed) into
+# build/site/html, offline, warnings as errors (site/conf.py; the twins' tabs: site/_ext/twins.py). Needs
+# only the `site` extra of pyproject.toml, not torch or jax. `make browser-test` then checks the site
+# and `make lab`'s JupyterLab in headless Chromium (Debian's /usr/bin/chromium; screenshots in
+# build/screenshots/): the tests marked `browser` in tests/browser/.
 .PHONY: site browser-test
 SITE_STAMP    := $(VENV)/.installed-site
 BROWSER_STAMP := $(VENV)/.installed-browser
@@ -86,14 +88,18 @@ $(BROWSER_STAMP): $(STAMP) pyproject.toml
 	@touch $@
 
 site: $(SITE_STAMP)
-	$(BIN)/python -m tools.build_site
+	rm -rf build/site
+	$(BIN)/python -m sphinx -W --keep-going -q -j auto -b html site build/site/html
+	@echo "make site: build/site/html/index.html"
 
 browser-test: site $(BROWSER_STAMP)
 	@test -x $(CHROMIUM) || { echo "make: browser-test needs Chromium at $(CHROMIUM): apt-get install chromium (or make browser-test CHROMIUM=/path/to/chromium)" >&2; exit 1; }
-	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest browser_tests -p no:cacheprovider --durations=5
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -m browser tests/browser --durations=5
 
 # nbgrader (the `instructor` extra) on the solutions as a course: generate, autograde full / empty /
-# half-solved submissions, feedback. Three assignments by default; NBGRADER_ASSIGNMENTS=all for all.
+# half-solved submissions, feedback (the tests marked `instructor` in tests/instructor/). Three
+# assignments by default; NBGRADER_ASSIGNMENTS=all for all.
 .PHONY: nbgrader-test
 nbgrader-test: $(STAMP)
-	$(BIN)/python -m pytest instructor_tests -p no:cacheprovider
+	$(BIN)/python -m pip install --quiet $$($(EXTRA_PINS) instructor)
+	$(BIN)/python -m pytest -m instructor tests/instructor

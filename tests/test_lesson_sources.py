@@ -100,19 +100,6 @@ def test_a_bad_framework_key_is_refused_with_what_to_write(tmp_path):
     assert L.main(["99"]) == 1
 
 
-def test_the_site_shows_a_shared_cell_once_and_the_rest_in_tabs():
-    from tools.build_site import Section, paired
-    own = {fw: [Section("## 1. A", [(None, f"{fw} text"), (3, "shared text"), (None, "same")])] for fw in FRAMEWORKS}
-    ((heading, body),) = paired(own, "t")
-    assert heading == "## 1. A" and body.count("shared text") == 1 and body.count("same") == 1
-    assert body.index("pytorch text") < body.index("jax text") < body.index("shared text") < body.index("same")
-    assert body.count("{tab-set}") == 1  # only the cells that differ are in tabs
-    own["jax"][0].parts[1] = (4, "another shared cell")
-    with pytest.raises(Exception, match="share different cells"):
-        paired(own, "t")
-
-
-
 def test_a_notebook_opened_in_jupyterlab_stays_in_sync(tmp_path):
     # JupyterLab rewrites a kernelspec's display_name on opening, and autosave writes it: that is no edit.
     stem = SOURCES[0].stem
