@@ -96,9 +96,10 @@ browser-test: site $(BROWSER_STAMP)
 	@test -x $(CHROMIUM) || { echo "make: browser-test needs Chromium at $(CHROMIUM): apt-get install chromium (or make browser-test CHROMIUM=/path/to/chromium)" >&2; exit 1; }
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -m browser tests/browser --durations=5
 
-# nbgrader (the `instructor` extra) on the solutions as a course: generate, autograde full / empty /
-# half-solved submissions, feedback (the tests marked `instructor` in tests/instructor/). Three
-# assignments by default; NBGRADER_ASSIGNMENTS=all for all.
+# Real nbgrader (in the `test` extra) on the solutions as a course: generate, autograde full / empty /
+# half-solved submissions, feedback (the tests marked `instructor` in tests/instructor/). The feedback
+# inlines MathJax from the `instructor` extra, installed here. Three assignments by default;
+# NBGRADER_ASSIGNMENTS=all for all.
 .PHONY: nbgrader-test
 nbgrader-test: $(STAMP)
 	$(BIN)/python -m pip install --quiet $$($(EXTRA_PINS) instructor)

@@ -1,6 +1,6 @@
 """nbgrader configuration of the course (docs/instructors.md says how to use it): from a fresh clone,
-`cd course && nbgrader generate_assignment ex08 --force` (needs the `instructor` extra:
-pip install -e '.[instructor]').
+`cd course && nbgrader generate_assignment ex08 --force` (nbgrader comes with the course's packages,
+`make .venv/.installed`; generate_feedback also needs the `instructor` extra: pip install -e '.[instructor]').
 
 source/<assignment>/ holds relative symlinks to the solution notebooks (tools/nbgrader_metadata.py
 --links keeps them in step with solutions/), so the solutions are the one master. One assignment per

@@ -11,8 +11,8 @@ By default three short assignments are graded (one common/, one pytorch/, one ja
 NBGRADER_ASSIGNMENTS=all grades all of them, NBGRADER_ASSIGNMENTS=ex08,ex02-jax a selection. The
 module shares one course, so run it in one process (pytest-xdist's loadscope does). Its tests carry
 the marker `instructor`: `make nbgrader-test` runs them, `make test` leaves them out. nbgrader comes
-with the `instructor` extra, which `make nbgrader-test` installs: without it these tests fail (they
-do not skip).
+with the `test` extra; the feedback's offline MathJax with the `instructor` extra, which `make
+nbgrader-test` installs: without it the feedback test fails (it does not skip).
 """
 
 import json
