@@ -313,23 +313,35 @@ def test_ids_come_from_the_parts_not_the_cell_order():
         {r.grade_id for r in before if r.role != "text" and r.role != "code"}
 
 
-def test_the_validator_names_what_is_wrong():
+def test_the_validator_names_what_is_wrong(tmp_path):
     nb = _tiny(TINY)
     for cell, role in zip(nb["cells"], nm.roles(nb["cells"], "ex09")):
         cell["metadata"]["nbgrader"] = role.metadata()
     assert nm.validate(nb, "tiny") == []
-    nb["cells"][3]["metadata"]["nbgrader"]["solution"] = False          # a region outside a solution cell
-    nb["cells"][4]["metadata"]["nbgrader"].update(grade=False)          # a check that is not graded
     nb["cells"][9]["metadata"]["nbgrader"]["grade_id"] = "ex09-part1-check"   # a duplicate id
     nb["cells"][7]["source"] = "def f():\n    ### BEGIN SOLUTION\n    return 3"  # never closed
+    # nbgrader reads a marker anywhere in a line, prose included: this line opens a region
     nb["cells"][6]["source"] = "## Part 2\nAnswer between `### BEGIN SOLUTION` and `### END SOLUTION`."
     problems = "\n".join(nm.validate(nb, "tiny"))
-    for expected in ("cell 3: has a solution region but is not a solution cell",
-                     "cell 4: a check cell that is not an autograded test",
-                     "cell 9: grade_id 'ex09-part1-check' is also the id of cell 4",
-                     "cell 7: '### BEGIN SOLUTION' is never closed",
-                     "cell 6: 'Answer between `### BEGIN SOLUTION` and `### END SOLUTION`.' is not a marker"):
+    for expected in ("tiny, cell 9: grade_id 'ex09-part1-check' is also the id of cell 4",
+                     "tiny, cell 7: line 2: '### BEGIN SOLUTION' is never closed by '### END SOLUTION'",
+                     "tiny, cell 6: line 2: '### BEGIN SOLUTION' is never closed by '### END SOLUTION'"):
         assert expected in problems
+    # Metadata that contradicts a cell's role (a region outside a solution cell, a check that is not
+    # graded) is what --check reports as stale: the roles, not the metadata, say what a cell is.
+    nb = _tiny(TINY)
+    for cell, role in zip(nb["cells"], nm.roles(nb["cells"], "ex09")):
+        cell["metadata"]["nbgrader"] = role.metadata()
+    path = tmp_path / "ex09_tiny.ipynb"
+    path.write_text(nm.dumps(nb))
+    assert nm.run([path], check=True) == ([], [])
+    for index, change in ((3, {"solution": False}), (4, {"grade": False})):
+        wrong = json.loads(json.dumps(nb))
+        wrong["cells"][index]["metadata"]["nbgrader"].update(change)
+        path.write_text(nm.dumps(wrong))
+        changed, problems = nm.run([path], check=True)
+        assert changed == [path] and problems == [f"{path}: nbgrader metadata is missing or stale "
+                                                  "(run: python -m tools.nbgrader_metadata)"]
 
 
 def test_the_validator_wants_points_in_the_question_and_messages_in_asserts():
