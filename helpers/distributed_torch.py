@@ -160,14 +160,15 @@ def _state_tensors(optimizer: torch.optim.Optimizer) -> list:
 
 def rank_memory(rank: int, world: int, stages: tuple[str, ...], width: int, depth: int, batch: int,
                 steps: int = 2) -> dict:
-    """Worker: the memory of each stage (see _stage_memory) in turn, in one launch (starting ranks is the slow part)."""
+    """Worker: the memory and traffic of each stage (see _stage_memory) in turn, in one launch (starting ranks is the slow part)."""
     return {stage: _stage_memory(stage, rank, world, width, depth, batch, steps) for stage in stages}
 
 
 def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, batch: int, steps: int = 2) -> dict:
-    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2') and
-    return this rank's bytes of parameters, gradients, optimizer state and input after the last step,
-    and the collectives it called per step (calls, payload bytes, bytes sent)."""
+    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2'),
+    counting the collectives this rank calls per step (calls, payload bytes, bytes sent), then one more
+    step whose peak is measured (_step_peak); return those, and this rank's bytes of parameters,
+    gradients, optimizer state and input after the last step."""
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -191,15 +192,40 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
         raise ValueError(f"unknown stage {stage!r}; use 'ddp', 'zero1' or 'fsdp2'")
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(batch // world, width, generator=g)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=False)
+        model(x).pow(2).mean().backward()
+        opt.step()
+
     with _CountedCollectives(rank, world) as comm:
         for _ in range(steps):
-            opt.zero_grad(set_to_none=False)
-            model(x).pow(2).mean().backward()
-            opt.step()
+            step()
+    peak, phase, at_peak = _step_peak(stage, step, model, opt, x)   # a steady step: DDP rebuilds its buckets in step 2
     params = list(model.parameters())
     return {"parameters": _nbytes(params), "gradients": _nbytes([p.grad for p in params if p.grad is not None]),
             "optimizer": _nbytes(_state_tensors(opt)), "input": x.nbytes,
+            "peak": peak, "peak_phase": phase, "at_peak": at_peak,
             "collectives": {k: [c // steps, b // steps, t // steps] for k, (c, b, t) in comm.counts.items() if c}}
+
+
+def _step_peak(stage: str, step: Callable[[], None], model: nn.Module, opt: torch.optim.Optimizer,
+               x: torch.Tensor) -> tuple[int, str, dict[str, int]]:
+    """The peak of live tensor storage during one step, its phase ('' where unknown) and what was live
+    then, by kind: the course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker
+    for FSDP2 (the course's tracker does not look inside the DTensors FSDP2 makes of its parameters)."""
+    if stage == "fsdp2":
+        from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+        tracker = FSDPMemTracker(model, opt)
+        tracker.track_inputs((x,))
+        with tracker:
+            step()
+        (snapshot,) = tracker.get_tracker_snapshot("peak").values()   # one device: this rank's CPU
+        kinds = {getattr(k, "value", k).lower(): v for k, v in snapshot.items() if v and k != "Total"}
+        return snapshot["Total"], "", kinds
+    from .memory_torch import Workload, measure_memory
+    report = measure_memory(Workload(step, model, getattr(opt, "optim", opt), (x,)))  # ZeRO-1: the local Adam
+    return report.peak, report.peak_phase, {k: v for k, v in report.peak_breakdown.items() if v}
 
 
 class _CountedCollectives:
