@@ -153,9 +153,11 @@ def _nbytes(tensors) -> int:
     return sum(seen.values())
 
 
-def _state_tensors(optimizer: torch.optim.Optimizer) -> list:
+def _state_tensors(optimizer: torch.optim.Optimizer, counters: bool = False) -> list:
+    """This rank's optimizer state tensors: Adam's moments, or (counters=True) its 0-dim step counters."""
     inner = getattr(optimizer, "optim", optimizer)  # ZeroRedundancyOptimizer keeps its shard's state in .optim
-    return [v for s in inner.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim() > 0]
+    return [v for s in inner.state.values() for v in s.values()
+            if isinstance(v, torch.Tensor) and (v.dim() == 0) == counters]
 
 
 def rank_memory(rank: int, world: int, stages: tuple[str, ...], width: int, depth: int, batch: int,
@@ -165,10 +167,11 @@ def rank_memory(rank: int, world: int, stages: tuple[str, ...], width: int, dept
 
 
 def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, batch: int, steps: int = 2) -> dict:
-    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2'),
-    counting the collectives this rank calls per step (calls, payload bytes, bytes sent), then one more
-    step whose peak is measured (_step_peak); return those, and this rank's bytes of parameters,
-    gradients, optimizer state and input after the last step."""
+    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2', or
+    'fsdp2-no-prefetch': FSDP2 without its backward prefetch of the next layer), counting the
+    collectives this rank calls per step (calls, payload bytes, bytes sent), then one more step whose
+    peak is measured (_step_peak); return those, and this rank's bytes of parameters, gradients,
+    optimizer state (Adam's moments), Adam's step counters and input after the last step."""
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -181,15 +184,17 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         else:
             opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam, lr=1e-3)
-    elif stage == "fsdp2":
+    elif stage in ("fsdp2", "fsdp2-no-prefetch"):
         from torch.distributed.fsdp import fully_shard
         for layer in model:
             if isinstance(layer, nn.Linear):
                 fully_shard(layer)
+                if stage == "fsdp2-no-prefetch":  # an explicit list replaces the default (the next layer)
+                    layer.set_modules_to_backward_prefetch([layer])  # itself: already gathered, nothing more
         fully_shard(model)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     else:
-        raise ValueError(f"unknown stage {stage!r}; use 'ddp', 'zero1' or 'fsdp2'")
+        raise ValueError(f"unknown stage {stage!r}; use 'ddp', 'zero1', 'fsdp2' or 'fsdp2-no-prefetch'")
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(batch // world, width, generator=g)
 
@@ -204,7 +209,8 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
     peak, phase, at_peak = _step_peak(stage, step, model, opt, x)   # a steady step: DDP rebuilds its buckets in step 2
     params = list(model.parameters())
     return {"parameters": _nbytes(params), "gradients": _nbytes([p.grad for p in params if p.grad is not None]),
-            "optimizer": _nbytes(_state_tensors(opt)), "input": x.nbytes,
+            "optimizer": _nbytes(_state_tensors(opt)), "counters": _nbytes(_state_tensors(opt, counters=True)),
+            "input": x.nbytes,
             "peak": peak, "peak_phase": phase, "at_peak": at_peak,
             "collectives": {k: [c // steps, b // steps, t // steps] for k, (c, b, t) in comm.counts.items() if c}}
 
@@ -214,7 +220,7 @@ def _step_peak(stage: str, step: Callable[[], None], model: nn.Module, opt: torc
     """The peak of live tensor storage during one step, its phase ('' where unknown) and what was live
     then, by kind: the course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker
     for FSDP2 (the course's tracker does not look inside the DTensors FSDP2 makes of its parameters)."""
-    if stage == "fsdp2":
+    if stage.startswith("fsdp2"):
         from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
         tracker = FSDPMemTracker(model, opt)
         tracker.track_inputs((x,))
