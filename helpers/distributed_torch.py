@@ -198,40 +198,64 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(batch // world, width, generator=g)
 
-    def step() -> None:
+    def forward() -> torch.Tensor:
         opt.zero_grad(set_to_none=False)
-        model(x).pow(2).mean().backward()
+        return model(x).pow(2).mean()
+
+    def step() -> None:
+        forward().backward()
         opt.step()
 
     with _CountedCollectives(rank, world) as comm:
         for _ in range(steps):
             step()
-    peak, phase, at_peak = _step_peak(stage, step, model, opt, x)   # a steady step: DDP rebuilds its buckets in step 2
+    peak = _step_peak(stage, step, forward, model, opt, x)   # a steady step: DDP rebuilds its buckets in step 2
     params = list(model.parameters())
     return {"parameters": _nbytes(params), "gradients": _nbytes([p.grad for p in params if p.grad is not None]),
             "optimizer": _nbytes(_state_tensors(opt)), "counters": _nbytes(_state_tensors(opt, counters=True)),
-            "input": x.nbytes,
-            "peak": peak, "peak_phase": phase, "at_peak": at_peak,
+            "input": x.nbytes, **peak,
             "collectives": {k: [c // steps, b // steps, t // steps] for k, (c, b, t) in comm.counts.items() if c}}
 
 
-def _step_peak(stage: str, step: Callable[[], None], model: nn.Module, opt: torch.optim.Optimizer,
-               x: torch.Tensor) -> tuple[int, str, dict[str, int]]:
-    """The peak of live tensor storage during one step, its phase ('' where unknown) and what was live
-    then, by kind: the course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker
-    for FSDP2 (the course's tracker does not look inside the DTensors FSDP2 makes of its parameters)."""
+def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch.Tensor], model: nn.Module,
+               opt: torch.optim.Optimizer, x: torch.Tensor) -> dict[str, Any]:
+    """The peak of live tensor storage during one step ('peak'), its phase ('peak_phase': forward,
+    backward or optimizer) and what was live then, by kind ('at_peak'): the course's tracker
+    (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker for FSDP2 (the course's tracker does
+    not look inside the DTensors FSDP2 makes of its parameters). Under DDP, also the peak of one more
+    step by torch's MemTracker ('peak_memtracker'), to compare the two trackers."""
     if stage.startswith("fsdp2"):
         from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
         tracker = FSDPMemTracker(model, opt)
         tracker.track_inputs((x,))
-        with tracker:
-            step()
-        (snapshot,) = tracker.get_tracker_snapshot("peak").values()   # one device: this rank's CPU
+
+        def total() -> int:   # the peak so far; one device: this rank's CPU
+            (snapshot,) = tracker.get_tracker_snapshot("peak").values()
+            return snapshot["Total"]
+        with tracker:          # the step in its three phases, the peak read after each
+            loss = forward()
+            after = [total()]
+            loss.backward()
+            after.append(total())
+            opt.step()
+            after.append(total())
+        (snapshot,) = tracker.get_tracker_snapshot("peak").values()
         kinds = {getattr(k, "value", k).lower(): v for k, v in snapshot.items() if v and k != "Total"}
-        return snapshot["Total"], "", kinds
+        phase = ("forward", "backward", "optimizer")[after.index(after[-1])]   # the phase that reached it
+        return {"peak": snapshot["Total"], "peak_phase": phase, "at_peak": kinds}
     from .memory_torch import Workload, measure_memory
     report = measure_memory(Workload(step, model, getattr(opt, "optim", opt), (x,)))  # ZeRO-1: the local Adam
-    return report.peak, report.peak_phase, {k: v for k, v in report.peak_breakdown.items() if v}
+    out = {"peak": report.peak, "peak_phase": report.peak_phase,
+           "at_peak": {k: v for k, v in report.peak_breakdown.items() if v}}
+    if stage == "ddp":
+        from torch.distributed._tools.mem_tracker import MemTracker
+        tracker = MemTracker()
+        tracker.track_external(model, opt, x)
+        with tracker:
+            step()
+        (snapshot,) = tracker.get_tracker_snapshot("peak").values()
+        out["peak_memtracker"] = snapshot["Total"]
+    return out
 
 
 class _CountedCollectives:
