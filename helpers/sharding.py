@@ -92,7 +92,7 @@ def communication_bytes(n_params: int, n_devices: int, stage: int, dtype_bytes: 
 @dataclass(frozen=True)
 class ShardingFit:
     """The fewest devices and the lowest stage at which a step's estimate (model states plus
-    activations, no working buffers: a floor for its peak) fits one device."""
+    activations, no working buffers, so not the step's peak) fits one device."""
 
     n_devices: int
     stage: int
@@ -114,8 +114,8 @@ class ShardingFit:
 def smallest_fit(n_params: int, device_bytes: int, activation_bytes: int = 0, *, precision: str = "fp32",
                  max_devices: int = 1024, fixed_bytes: int = 0) -> ShardingFit:
     """The smallest N (then the lowest stage) at which state + activations / N + fixed_bytes fits
-    device_bytes: data parallelism divides the global batch, and so its activations, by N. A floor:
-    the step's working buffers are not counted. Of the stages that fit one N, the lowest: stages 1
+    device_bytes: data parallelism divides the global batch, and so its activations, by N. The
+    step's working buffers are not counted: measure or plan the step itself. Of the stages that fit one N, the lowest: stages 1
     and 2 send the same bytes per step, but under accumulation stage 2, which keeps only a shard of
     the gradients, must reduce-scatter every micro-batch's."""
     positive("device_bytes", device_bytes, "pass the memory of one device in bytes")
