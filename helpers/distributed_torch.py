@@ -169,9 +169,10 @@ def rank_memory(rank: int, world: int, stages: tuple[str, ...], width: int, dept
 def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, batch: int, steps: int = 2) -> dict:
     """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2', or
     'fsdp2-no-prefetch': FSDP2 without its backward prefetch of the next layer), counting the
-    collectives this rank calls per step (calls, payload bytes, bytes sent), then the steps whose
-    peak is measured (_step_peak); return those, and this rank's bytes of parameters, gradients,
-    optimizer state (Adam's moments), Adam's step counters and input after the last step."""
+    collectives this rank calls per step (calls, payload bytes, bytes sent: the mean over the first
+    `steps` steps), then the peak of five more (_step_peak); return those, and this rank's bytes of
+    parameters, gradients, optimizer state (Adam's moments), Adam's step counters and input after
+    the last step."""
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -209,7 +210,7 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
     with _CountedCollectives(rank, world) as comm:
         for _ in range(steps):
             step()
-    peak = _step_peak(stage, step, forward, model, opt, x)   # a steady step: DDP rebuilds its buckets in step 2
+    peak = _step_peak(stage, step, forward, model, opt, x)   # steady steps: DDP rebuilds its buckets in step 2
     params = list(model.parameters())
     return {"parameters": _nbytes(params), "gradients": _nbytes([p.grad for p in params if p.grad is not None]),
             "optimizer": _nbytes(_state_tensors(opt)), "counters": _nbytes(_state_tensors(opt, counters=True)),
@@ -218,21 +219,27 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
 
 
 def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch.Tensor], model: nn.Module,
-               opt: torch.optim.Optimizer, x: torch.Tensor) -> dict[str, Any]:
-    """The peak of live tensor storage during one step ('peak'), its phase ('peak_phase': forward,
-    backward or optimizer) and what was live then, by kind ('at_peak'): the course's tracker
-    (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker for FSDP2 (the course's tracker does
-    not look inside the DTensors FSDP2 makes of its parameters; the least of five steps). Under DDP,
-    also the peak of one more step by torch's MemTracker ('peak_memtracker'), to compare the two."""
+               opt: torch.optim.Optimizer, x: torch.Tensor, steps: int = 5) -> dict[str, Any]:
+    """The least of `steps` steps' peaks of live tensor storage ('peak'), that step's phase
+    ('peak_phase': forward, backward or optimizer) and what was live then, by kind ('at_peak'): the
+    course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker for FSDP2 (the
+    course's tracker does not look inside the DTensors FSDP2 makes of its parameters). Under DDP, also
+    the peak of one more step by torch's MemTracker ('peak_memtracker'), to compare the two."""
+    # The least, the same statistic for every engine: gloo runs collectives on threads of its own, which
+    # may let go of a finished collective's buffer a moment after the call returns, so on a loaded
+    # machine a step can read up to a layer more (here, under load, FSDP2 without its prefetch in 13 of
+    # 128 steps; FSDP2 in none of 208, DDP and ZeRO-1 in none of 80).
     if stage.startswith("fsdp2"):
-        # gloo runs collectives on its own threads, which let go of a finished collective's buffers a
-        # moment after the call returns: on a loaded machine some steps peak with a layer-sized buffer
-        # the step has already released (5 of 64 here, none when each all-gather was followed by 20 ms). The least of five steps' peaks is the step's own.
-        return min((_fsdp2_step_peak(forward, model, opt, x) for _ in range(5)), key=lambda r: r["peak"])
-    from .memory_torch import Workload, measure_memory
-    report = measure_memory(Workload(step, model, getattr(opt, "optim", opt), (x,)))  # ZeRO-1: the local Adam
-    out = {"peak": report.peak, "peak_phase": report.peak_phase,
-           "at_peak": {k: v for k, v in report.peak_breakdown.items() if v}}
+        def one() -> dict[str, Any]:
+            return _fsdp2_step_peak(forward, model, opt, x)
+    else:
+        from .memory_torch import Workload, measure_memory
+
+        def one() -> dict[str, Any]:
+            report = measure_memory(Workload(step, model, getattr(opt, "optim", opt), (x,)))  # ZeRO-1: the local Adam
+            return {"peak": report.peak, "peak_phase": report.peak_phase,
+                    "at_peak": {k: v for k, v in report.peak_breakdown.items() if v}}
+    out = min((one() for _ in range(steps)), key=lambda r: r["peak"])
     if stage == "ddp":
         from torch.distributed._tools.mem_tracker import MemTracker
         tracker = MemTracker()
