@@ -122,15 +122,32 @@ def test_a_function_defined_outside_a_module_is_refused():
 
 
 def test_rank_memory_matches_the_formulas():
-    width, depth, batch, n = 64, 2, 8, 2
-    ranks = hp.launch(hp.rank_memory, n, ("ddp", "zero1", "fsdp2"), width, depth, batch, timeout=300)
+    width, depth, batch, n = 64, 4, 8, 2   # 4 layers: at 2, even the peak without prefetch holds a gather buffer
+    engines = ("ddp", "zero1", "fsdp2", "fsdp2-no-prefetch")
+    ranks = hp.launch(hp.rank_memory, n, engines, width, depth, batch, backend="gloo", timeout=300)
     sizes = [width * width, width] * depth
     P = sum(sizes)
+    one_round = 4 * P * (n - 1) // n
     for r in ranks:
-        for engine, stage in {"ddp": 0, "zero1": 1, "fsdp2": 3}.items():
+        for engine, stage in {"ddp": 0, "zero1": 1, "fsdp2": 3, "fsdp2-no-prefetch": 3}.items():
             want = hp.sharded_bytes(sizes, n, stage)
             got = r[engine]
             assert (got["parameters"], got["gradients"], got["optimizer"]) == (want.parameters, want.gradients, want.optimizer)
-            assert sum(t for _, _, t in got["collectives"].values()) == hp.communication_bytes(P, n, stage)
+            # Adam's 4-byte step counters, one per tensor this rank keeps state for (ZeRO-1: its half of them)
+            assert got["counters"] == 4 * (len(sizes) // n if engine == "zero1" else len(sizes))
+            # ZeroRedundancyOptimizer keeps DDP's all-reduce and adds a broadcast: a round over the algorithm
+            extra = one_round if engine == "zero1" else 0
+            assert sum(t for _, _, t in got["collectives"].values()) == hp.communication_bytes(P, n, stage) + extra
+            # the step's peak: what was live then adds up to it, and it lies above the state at rest
+            assert sum(got["at_peak"].values()) == got["peak"] > want.total + got["input"]
+            # DDP and ZeRO-1 peak in Adam's update, with the whole gradients; FSDP2 in the backward pass
+            assert got["peak_phase"] == ("backward" if engine.startswith("fsdp2") else "optimizer")
+        # torch's own MemTracker sees DDP's step peak where the course's tracker does, to the byte
+        assert r["ddp"]["peak_memtracker"] == r["ddp"]["peak"]
+        assert all("peak_memtracker" not in r[e] for e in engines if e != "ddp")
+        # FSDP2 prefetches the next layer's parameters in backward; without that, the peak has one layer less
+        one_layer = (width * width + width) * 4
+        assert r["fsdp2"]["at_peak"]["all gather"] == one_layer and "all gather" not in r["fsdp2-no-prefetch"]["at_peak"]
+        assert r["fsdp2"]["peak"] - r["fsdp2-no-prefetch"]["peak"] == one_layer
     with pytest.raises(D.RankFailed, match="unknown stage 'zero2'"):
         hp.launch(hp.rank_memory, n, ("zero2",), width, depth, batch, timeout=300)
