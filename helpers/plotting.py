@@ -93,28 +93,35 @@ def stacked(x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str,
             phases: Sequence[tuple[float, float, str]] = (),
             figsize: tuple[float, float] = (8.0, 3.2), ax: plt.Axes | None = None) -> plt.Axes:
     """A stacked area chart of memory by category (values divided by `scale`, the first series at the
-    bottom), with dotted vertical `marks` (position, label) and a ribbon of `phases` (start, end, name)."""
+    bottom), with dotted vertical `marks` (position, label), a ribbon of `phases` (start, end, name) along
+    the top, and the legend inside the axes, below the ribbon, with the y limit raised to clear it."""
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
     names = list(series)
     ax.stackplot(list(x), *[[v / scale for v in series[n]] for n in names], labels=names,
                  colors=[_COLORS.get(n, None) for n in names], step="post")
-    if phases:  # a ribbon along the top of the axes, above the highest total
-        top = max((sum(vals) for vals in zip(*series.values())), default=0) / scale
-        ax.set_ylim(0, max(ax.get_ylim()[1], top * 1.2))  # only ever raised: axes may share y
-        named = set()
-        for start, end, name in phases:
-            ax.axvspan(start, end, ymin=0.94, ymax=1.0, color=_PHASE_COLORS.get(name, "#bbbbbb"), lw=0,
-                       label=None if name in named else f"{name} (top band)")
-            named.add(name)
-    for pos, label in marks:
+    named: list[str] = []
+    for start, end, name in phases:  # a ribbon along the top of the axes
+        ax.axvspan(start, end, ymin=0.94, ymax=1.0, color=_PHASE_COLORS.get(name, "#bbbbbb"), lw=0,
+                   label=None if name in named else f"{name} (top band)")
+        named += [] if name in named else [name]
+    for pos, label in marks:  # labelled inside the ribbon, or at the top without one
         ax.axvline(pos, color="k", lw=0.6, ls=":")
-        ax.text(pos, 0.91 if phases else 0.98, f" {label}", va="top", fontsize=8,
+        ax.text(pos, 0.97 if phases else 0.98, f" {label}", va="center" if phases else "top", fontsize=7,
                 transform=ax.get_xaxis_transform())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.margins(x=0)
+    renderer = ax.figure.canvas.get_renderer()
+    for ncols in range(min(4, len(names) + len(named)), 0, -1):  # as many columns as fit the width
+        legend = ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.93 if phases else 0.9), fontsize=7,
+                           ncols=ncols, framealpha=0.9, borderaxespad=0.2)
+        box = legend.get_window_extent(renderer).transformed(ax.transAxes.inverted())
+        if box.x1 <= 1.0:
+            break
+    # raise the y limit (never lower it: axes may share y) so the highest total sits below the legend
+    top = max((sum(vals) for vals in zip(*series.values())), default=0) / scale
+    ax.set_ylim(0, max(ax.get_ylim()[1], top / max(box.y0 - 0.05, 0.3)))
     return ax
 
 

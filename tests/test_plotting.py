@@ -71,6 +71,17 @@ def test_stacked_raises_a_shared_y_limit_and_never_lowers_it():
     plt.close("all")
 
 
+def test_stacked_puts_its_legend_inside_the_axes_between_the_ribbon_and_the_data():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    hp.stacked([0, 1, 2], {"parameters": [4e6] * 3, "gradients": [0, 4e6, 4e6]}, "x", "MB",
+               phases=[(0, 1, "forward"), (1, 2, "backward")], marks=[(0, "step 1")], ax=ax)
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent().transformed(ax.transAxes.inverted())
+    top = 8 / ax.get_ylim()[1]  # the highest total, in axes coordinates
+    assert 0 <= box.x0 and box.x1 <= 1 and box.y1 <= 0.94 and box.y0 > top
+    plt.close("all")
+
+
 def test_stacked_bars_stack_each_category():
     ax = hp.stacked_bars(["a", "b"], {"parameters": [1e6, 2e6], "gradients": [3e6, 0]}, "MB")
     heights = [p.get_height() for p in ax.patches]
