@@ -18,7 +18,7 @@ from .device import describe, profile, sized, torch_device
 from .formats import FORMATS, float_format
 from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
 from .planner import choose_interventions
-from .program_text import count_ops, dot_operand_dtypes
+from .program_text import count_ops, dot_operand_dtypes, hlo_schedule
 from .search import first_below
 from .sharding import collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
 from .timing import Benchmark, Timings, synchronize, time_together

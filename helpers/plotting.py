@@ -11,6 +11,10 @@ import matplotlib.pyplot as plt
 _COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
            "inputs": "#222222", "cast copies": "#64b5cd", "activations": "#c44e52",
            "recomputed": "#da8bc3", "temporaries": "#8172b3", "new params and state": "#937860"}
+_PHASE_COLORS = {"forward": "#f0c05a", "backward": "#6aaed6", "update": "#9e9e9e"}
+# A timeline stacks what persists across steps at the bottom, so what comes and goes sits on top.
+_TIMELINE_ORDER = ("parameters", "optimizer state", "inputs", "gradients", "cast copies", "activations",
+                   "recomputed", "temporaries")
 
 
 def plot(x: Sequence[float], ys: Sequence[Sequence[float]], xlabel: str = "", ylabel: str = "",
@@ -103,21 +107,38 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
 
 def stacked(x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str,
             *, scale: float = 1e6, marks: Sequence[tuple[float, str]] = (),
+            phases: Sequence[tuple[float, float, str]] = (),
             figsize: tuple[float, float] = (8.0, 3.2), ax: plt.Axes | None = None) -> plt.Axes:
-    """A stacked area chart of memory by category (values divided by `scale`), with optional
-    vertical marks such as step boundaries."""
+    """A stacked area chart of memory by category (values divided by `scale`, the first series at the
+    bottom), with dotted vertical `marks` (position, label), a ribbon of `phases` (start, end, name) along
+    the top, and the legend inside the axes, below the ribbon, with the y limit raised to clear it."""
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
     names = list(series)
     ax.stackplot(list(x), *[[v / scale for v in series[n]] for n in names], labels=names,
                  colors=[_COLORS.get(n, None) for n in names], step="post")
-    for pos, label in marks:
+    named: list[str] = []
+    for start, end, name in phases:  # a ribbon along the top of the axes
+        ax.axvspan(start, end, ymin=0.94, ymax=1.0, color=_PHASE_COLORS.get(name, "#bbbbbb"), lw=0,
+                   label=None if name in named else f"{name} (top band)")
+        named += [] if name in named else [name]
+    for pos, label in marks:  # labelled inside the ribbon, or at the top without one
         ax.axvline(pos, color="k", lw=0.6, ls=":")
-        ax.text(pos, ax.get_ylim()[1] * 0.98, f" {label}", va="top", fontsize=8)
+        ax.text(pos, 0.97 if phases else 0.98, f" {label}", va="center" if phases else "top", fontsize=7,
+                transform=ax.get_xaxis_transform())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.margins(x=0)
+    renderer = ax.figure.canvas.get_renderer()
+    for ncols in range(min(4, len(names) + len(named)), 0, -1):  # as many columns as fit the width
+        legend = ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.93 if phases else 0.9), fontsize=7,
+                           ncols=ncols, framealpha=0.9, borderaxespad=0.2)
+        box = legend.get_window_extent(renderer).transformed(ax.transAxes.inverted())
+        if box.x1 <= 1.0:
+            break
+    # raise the y limit (never lower it: axes may share y) so the highest total sits below the legend
+    top = max((sum(vals) for vals in zip(*series.values())), default=0) / scale
+    ax.set_ylim(0, max(ax.get_ylim()[1], top / max(box.y0 - 0.05, 0.3)))
     return ax
 
 
@@ -140,9 +161,34 @@ def stacked_bars(labels: Sequence[str], series: dict[str, Sequence[float]], ylab
     return ax
 
 
+def _phase_runs(trace) -> list[tuple[int, int, str]]:
+    """(start, end, phase) runs of a MemoryTrace's events: an allocation is in the phase that made it
+    (the optimizer's is called 'update'); a free is in the phase of the allocation before it in its
+    step, or of the next one when it opens a step; the tracker's setup records are in none."""
+    marks = sorted({pos for pos, _ in trace.marks})
+    segments = zip([0] + marks, marks + [len(trace)])
+    runs: list[tuple[int, int, str]] = []
+    for start, end in segments:
+        known = [rec.phase if sign > 0 else None for sign, rec in trace.events[start:end]]
+        following = next((p for p in known if p is not None), None)
+        current = None
+        for i, p in enumerate(known):
+            current = p or current or following
+            name = {"optimizer": "update"}.get(current, current)
+            if name in (None, "setup"):
+                continue
+            if runs and runs[-1][2] == name and runs[-1][1] == start + i:
+                runs[-1] = (runs[-1][0], start + i + 1, name)
+            else:
+                runs.append((start + i, start + i + 1, name))
+    return runs
+
+
 def memory_timeline(trace, *, ax: plt.Axes | None = None, figsize: tuple[float, float] = (8.0, 3.2)) -> plt.Axes:
-    """The stacked timeline of a MemoryTrace (PyTorch): live MB per category after each event."""
-    series = trace.by_category()
-    x = range(len(trace))
-    return stacked(x, series, "allocation event", "live tensor memory (MB)",
-                   marks=trace.marks, ax=ax, figsize=figsize)
+    """The stacked timeline of a MemoryTrace (PyTorch): live MB per category after each allocation or
+    free, what persists at the bottom, empty categories left out, step marks and a ribbon of phases."""
+    by = trace.by_category()
+    series = {c: by[c] for c in _TIMELINE_ORDER if any(by[c])}
+    return stacked(range(len(trace)), series, "allocations and frees, in order (not time)",
+                   "live tensor memory (MB)", marks=trace.marks, phases=_phase_runs(trace), ax=ax,
+                   figsize=figsize)

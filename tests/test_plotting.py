@@ -20,17 +20,66 @@ def test_bars2_makes_two_panels():
     plt.close("all")
 
 
-def test_memory_timeline_stacks_every_category():
-    tracker = hp.MemoryTracker()
-    with tracker:
-        tracker.mark("start")
-        x = torch.ones(1000)
-        y = x * 2
-    ax = hp.memory_timeline(tracker.trace)
-    assert len(ax.collections) == len(CATEGORIES)
-    assert ax.get_ylabel() == "live tensor memory (MB)"
+def _two_adam_steps():
+    """The trace of two Adam steps of a tiny linear model (its loop update allocates scratch every step)."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(8, 4)
+    X = torch.randn(16, 8)
+    opt = torch.optim.Adam(net.parameters(), foreach=False)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        net(X).sum().backward()
+        opt.step()
+
+    return hp.measure_memory(hp.Workload(step, net, opt, (X,)), steps=2).trace
+
+
+def test_memory_timeline_stacks_what_persists_at_the_bottom_and_leaves_empty_categories_out():
+    trace = _two_adam_steps()
+    ax = hp.memory_timeline(trace)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    drawn = [name for name in labels if "top band" not in name]
+    assert drawn[:3] == ["parameters", "optimizer state", "inputs"]  # the bottom of the stack
+    assert drawn.index("gradients") > drawn.index("inputs")
+    assert "cast copies" not in drawn and "recomputed" not in drawn  # nothing of theirs in this step
+    assert len(ax.collections) == len(drawn) and set(drawn) <= set(CATEGORIES)
+    assert ax.get_ylabel() == "live tensor memory (MB)" and "not time" in ax.get_xlabel()
     plt.close("all")
-    del x, y
+
+
+def test_phase_runs_follow_each_step_through_forward_backward_and_update():
+    from helpers.plotting import _phase_runs
+
+    trace = _two_adam_steps()
+    runs = _phase_runs(trace)
+    assert [name for _, _, name in runs] == ["forward", "backward", "update"] * 2
+    assert all(a < b for a, b, _ in runs) and all(r[1] == s[0] for r, s in zip(runs, runs[1:]))
+    assert runs[0][0] == trace.marks[0][0] and runs[-1][1] == len(trace)  # from the first step to the end
+    assert runs[3][0] == trace.marks[1][0]  # the second step opens with its forward pass
+    ax = hp.memory_timeline(trace)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert [name for name in labels if "top band" in name] == [f"{p} (top band)" for p in ("forward", "backward", "update")]
+    plt.close("all")
+
+
+def test_stacked_raises_a_shared_y_limit_and_never_lowers_it():
+    _, (a, b) = plt.subplots(1, 2, sharey=True)
+    hp.stacked([0, 1], {"parameters": [10e6, 10e6]}, "x", "MB", phases=[(0, 1, "forward")], ax=a)
+    hp.stacked([0, 1], {"parameters": [2e6, 2e6]}, "x", "MB", phases=[(0, 1, "forward")], ax=b)
+    assert a.get_ylim()[1] >= 12.0  # the taller panel keeps room for its ribbon above 10 MB
+    plt.close("all")
+
+
+def test_stacked_puts_its_legend_inside_the_axes_between_the_ribbon_and_the_data():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    hp.stacked([0, 1, 2], {"parameters": [4e6] * 3, "gradients": [0, 4e6, 4e6]}, "x", "MB",
+               phases=[(0, 1, "forward"), (1, 2, "backward")], marks=[(0, "step 1")], ax=ax)
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent().transformed(ax.transAxes.inverted())
+    top = 8 / ax.get_ylim()[1]  # the highest total, in axes coordinates
+    assert 0 <= box.x0 and box.x1 <= 1 and box.y1 <= 0.94 and box.y0 > top
+    plt.close("all")
 
 
 def test_stacked_bars_stack_each_category():

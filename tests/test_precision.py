@@ -7,7 +7,7 @@ from torch import nn
 
 from helpers.formats import FORMATS, float_format
 from helpers.ops_torch import op_dtypes
-from helpers.program_text import dot_operand_dtypes
+from helpers.program_text import dot_operand_dtypes, hlo_schedule
 from helpers.saved_torch import bytes_by_kind, copies_made, saved_for_backward
 from helpers.search import first_below
 
@@ -119,6 +119,23 @@ def test_dot_operand_dtypes_reads_both_hlo_spellings():
     assert dot_operand_dtypes(before) == {("bf16", "bf16"): 1}
     assert dot_operand_dtypes(after) == {("f32", "f32"): 1}
     assert dot_operand_dtypes("no dots here") == {}
+
+
+def test_hlo_schedule_lists_entry_instructions_in_order():
+    text = ("HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[4]{0})->(f32[4]{0}, f32[])}\n\n"
+            "%inner (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} negate(%x)\n}\n\n"
+            "ENTRY %main.2 (p.1: f32[4]) -> (f32[4], f32[]) {\n"
+            "  %p.1 = f32[4]{0} parameter(0), metadata={op_name=\"p\"}\n"
+            "  %c = f32[] constant(0)\n"
+            "  %fusion.3 = f32[4]{0} fusion(%p.1, %c), kind=kLoop, calls=%inner\n"
+            "  ROOT %tuple = (f32[4]{0}, /*index=1*/f32[]) tuple(%fusion.3, %c)\n}\n")
+    ops = hlo_schedule(text)
+    assert [op.name for op in ops] == ["p.1", "c", "fusion.3", "tuple"]  # the entry only, in order
+    assert [op.opcode for op in ops] == ["parameter", "constant", "fusion", "tuple"]
+    assert ops[2].shape == "f32[4]" and ops[2].operands == ("p.1", "c")  # layout and attributes dropped
+    assert ops[3].shape == "(f32[4], /*index=1*/f32[])" and ops[3].operands == ("fusion.3", "c")
+    with pytest.raises(ValueError, match="no schedule"):
+        hlo_schedule(text.replace("is_scheduled=true", "is_scheduled=false"))
 
 
 def _until_an_address_is_reused(attempt, tries=500):
