@@ -1,13 +1,15 @@
 """Walk the ladder of memory interventions and say which ones a training step needs to fit a device,
 from the analytic estimates of helpers.anatomy.
 
-The ladder is ordered by what each rung costs, as lesson 04 measures it:
+The ladder's order (lesson 04 prices the rungs on one MLP):
 
 1. accumulate: the same FLOPs and, with the loss scaled by 1/k, the same gradient; it divides the
    activations by k, down to the smallest micro-batch the hardware still runs well (min_micro_batch);
 2. checkpoint: most activations, for at most one extra forward pass;
 3. bf16: only if it lowers the estimate (it adds a 16-bit weight copy, 2P, and shrinks activations
-   by a factor that a CPU backend may not deliver: pass the measured one);
+   by a factor that a CPU backend may not deliver: pass the measured one). Which of rungs 2 and 3
+   cuts more for its cost depends on the backend (lesson 04: bf16 in PyTorch, checkpointing in
+   XLA:CPU's plan); this planner takes them in this fixed order, the exact rung before the rounding one;
 4. add devices: the persistent state itself, when nothing on one device is enough: the fewest
    devices and the lowest ZeRO stage at which the step fits (helpers.sharding, lesson 06).
 

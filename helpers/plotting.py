@@ -59,13 +59,13 @@ def plot_ratios(x: Sequence[float], timings: Timings, names: Sequence[str], base
     ax.errorbar(list(x), mid, yerr=[[m - a for m, a in zip(mid, lo)], [b - m for m, b in zip(mid, hi)]],
                 fmt="o", capsize=4, label="median; bar: range over the rounds")
     ax.axhline(1.0, color="k", lw=0.8, ls=":", label="no change")
-    ax.set_ylim(0, 1.15 * max(max(hi), 1.0))
+    ax.set_ylim(0, 1.45 * max(max(hi), 1.0))   # room above the highest bar for the legend
     if logx:
         ax.set_xscale("log")
     _ticks_at(ax, x)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"time / time of {base}")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
     ax.grid(True, axis="y", alpha=0.3)
     return ax
 
@@ -109,7 +109,8 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
             pairs = [(x + shift, v) for x, v in zip(xs, ref) if v is not None]
             ax.bar([x for x, _ in pairs], [v for _, v in pairs], width=width, color="white",
                    edgecolor=color, hatch="//", label=reference.source)
-            ax.legend(fontsize=7)
+            ax.set_ylim(0, 1.3 * max([*vals, *(v for _, v in pairs)]))   # the legend sits above the bars
+            ax.legend(fontsize=7, loc="upper right", ncol=2)
         ax.set_xticks(xs, list(labels))
         ax.set_ylabel(lab)
         ax.tick_params(axis="x", rotation=20)

@@ -105,3 +105,10 @@ def test_plot_ratios_refuses_mismatched_x():
     with pytest.raises(ValueError, match="one x per timed name"):
         hp.plot_ratios([1], t, ["a", "b"], "a", "k")
     plt.close("all")
+
+
+def test_bars2_leaves_room_above_the_bars_for_a_reference_legend():
+    a, _ = hp.bars2(["fp32", "bf16"], [1.0, 0.8], [1.0, 1.0], "MB", "ms",
+                    reference=hp.Reference("src", left=[1.0, 0.6]))
+    assert a.get_ylim() == (0.0, 1.3)
+    plt.close("all")
