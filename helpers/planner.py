@@ -8,8 +8,9 @@ The ladder's order (lesson 04 prices the rungs on one MLP):
 2. checkpoint: most activations, for at most one extra forward pass;
 3. bf16: only if it lowers the estimate (it adds a 16-bit weight copy, 2P, and shrinks activations
    by a factor that a CPU backend may not deliver: pass the measured one). Which of rungs 2 and 3
-   cuts more for its cost depends on the backend (lesson 04: bf16 in PyTorch, checkpointing in
-   XLA:CPU's plan); this planner takes them in this fixed order, the exact rung before the rounding one;
+   cuts more depends on how many arrays per layer the backward pass keeps (lesson 04: bf16 where
+   PyTorch keeps two, checkpointing where JAX keeps four); this planner takes them in this fixed
+   order, the exact rung before the rounding one;
 4. add devices: the persistent state itself, when nothing on one device is enough: the fewest
    devices and the lowest ZeRO stage at which the step fits (helpers.sharding, lesson 06).
 
