@@ -35,7 +35,8 @@ _LAZY = {
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
     "distributed_torch": ("launch", "rank_memory"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
-    "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "stacked", "stacked_bars"),
+    "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "plot_ratios", "stacked",
+                 "stacked_bars"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

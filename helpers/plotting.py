@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullLocator
+
+from .timing import Timings
 
 _COLORS = {"parameters": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
            "inputs": "#222222", "cast copies": "#64b5cd", "activations": "#c44e52",
@@ -20,8 +23,8 @@ _TIMELINE_ORDER = ("parameters", "optimizer state", "inputs", "gradients", "cast
 def plot(x: Sequence[float], ys: Sequence[Sequence[float]], xlabel: str = "", ylabel: str = "",
          legend: Sequence[str] | None = None, *, logx: bool = False, logy: bool = False,
          fmts: Sequence[str] = ("-", "m--", "g-.", "r:"), figsize: tuple[float, float] = (5.0, 3.0),
-         ax: plt.Axes | None = None) -> plt.Axes:
-    """Plot one or more series against x, with labels, optional legend and log axes."""
+         xticks: Sequence[float] | None = None, ax: plt.Axes | None = None) -> plt.Axes:
+    """Plot one or more series against x, with labels, optional legend, log axes and x ticks."""
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
     for i, y in enumerate(ys):
@@ -32,9 +35,42 @@ def plot(x: Sequence[float], ys: Sequence[Sequence[float]], xlabel: str = "", yl
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
+    if xticks is not None:
+        _ticks_at(ax, xticks)
     if legend:
         ax.legend(list(legend))
     ax.grid(True, alpha=0.3)
+    return ax
+
+
+def _ticks_at(ax: plt.Axes, xticks: Sequence[float]) -> None:
+    """Ticks at exactly these x values, labelled plainly ('4', not '4x10^0'), no minor ticks."""
+    ax.set_xticks(list(xticks), [f"{t:g}" for t in xticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def plot_ratios(x: Sequence[float], timings: Timings, names: Sequence[str], base: str, xlabel: str, *,
+                logx: bool = True, figsize: tuple[float, float] = (5.0, 3.0),
+                ax: plt.Axes | None = None) -> plt.Axes:
+    """Each name's time over base's against x: a marker at the ratio Timings.compare prints, a bar
+    over the range of the per-round ratios, a line at 1 (no change), and a y axis from 0."""
+    if len(x) != len(names):
+        raise ValueError(f"{len(x)} x values for {len(names)} names; give one x per timed name")
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize)
+    mid = [timings.ratio(n, base) for n in names]
+    lo, hi = zip(*(timings.spread(n, base) for n in names))
+    ax.errorbar(list(x), mid, yerr=[[m - a for m, a in zip(mid, lo)], [b - m for m, b in zip(mid, hi)]],
+                fmt="o", capsize=4, label="median; bar: range over the rounds")
+    ax.axhline(1.0, color="k", lw=0.8, ls=":", label="no change")
+    ax.set_ylim(0, 1.45 * max(max(hi), 1.0))   # room above the highest bar for the legend
+    if logx:
+        ax.set_xscale("log")
+    _ticks_at(ax, x)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"time / time of {base}")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.grid(True, axis="y", alpha=0.3)
     return ax
 
 
@@ -94,7 +130,8 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
             ax.set_ylim(0, 2 * top)  # the bars in the lower half, the legend above them
             ax.legend(fontsize=7, loc="upper left")
         elif ref is not None:
-            ax.legend(fontsize=7)
+            ax.set_ylim(0, 1.3 * max([*vals, *(v for _, v in pairs)]))   # the legend sits above the bars
+            ax.legend(fontsize=7, loc="upper right", ncol=2)
         ax.set_xticks(xs, list(labels))
         ax.set_ylabel(lab)
         ax.tick_params(axis="x", rotation=20)

@@ -149,3 +149,42 @@ def test_bars2_refuses_a_spread_that_misses_its_value():
     with pytest.raises(ValueError, match="around the left value"):
         hp.bars2(["fp32", "bf16"], [2.0, 1.0], [3.0, 4.0], "ms", "MB", spread=[(1.0, 3.0), (1.5, 2.0)])
     plt.close("all")
+
+
+def test_plot_puts_plain_ticks_at_the_given_x_on_a_log_axis():
+    ax = hp.plot([1, 2, 4, 8], [[3, 2, 1, 1]], "k", "MB", logx=True, xticks=[1, 2, 4, 8])
+    assert list(ax.get_xticks()) == [1, 2, 4, 8]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8"]
+    assert len(ax.xaxis.get_minorticklocs()) == 0  # no '3x10^0' labels between them
+    plt.close("all")
+
+
+def test_plot_ratios_draws_the_printed_ratio_with_the_rounds_range_from_zero():
+    t = hp.Timings({"k = 1": [1.0, 2.0, 1.0], "k = 2": [1.5, 1.0, 2.0], "k = 4": [3.0, 5.0, 2.5]})
+    ax = hp.plot_ratios([1, 2, 4], t, ["k = 1", "k = 2", "k = 4"], "k = 1", "k")
+    markers = ax.lines[0]
+    assert list(markers.get_ydata()) == [t.ratio(n, "k = 1") for n in t]    # the ratio compare() prints
+    (bars,) = ax.collections
+    spans = [tuple(seg[:, 1]) for seg in bars.get_segments()]
+    assert spans == [t.spread(n, "k = 1") for n in t]                          # the per-round range
+    assert spans[1] == (0.5, 2.0) and spans[2] == (2.5, 3.0)
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= 3.0
+    assert any(list(line.get_ydata()) == [1.0, 1.0] for line in ax.lines)     # the no-change line
+    assert [tk.get_text() for tk in ax.get_xticklabels()] == ["1", "2", "4"]
+    plt.close("all")
+
+
+def test_plot_ratios_refuses_mismatched_x():
+    import pytest
+
+    t = hp.Timings({"a": [1.0], "b": [2.0]})
+    with pytest.raises(ValueError, match="one x per timed name"):
+        hp.plot_ratios([1], t, ["a", "b"], "a", "k")
+    plt.close("all")
+
+
+def test_bars2_leaves_room_above_the_bars_for_a_reference_legend():
+    a, _ = hp.bars2(["fp32", "bf16"], [1.0, 0.8], [1.0, 1.0], "MB", "ms",
+                    reference=hp.Reference("src", left=[1.0, 0.6]))
+    assert a.get_ylim() == (0.0, 1.3)
+    plt.close("all")
