@@ -46,13 +46,19 @@ def count_torch_ops(fn: Callable[[], Any]) -> dict[str, int]:
 
 
 def op_seconds(fn: Callable[[], Any]) -> dict[str, list[float]]:
-    """Run fn() and list the wall seconds of every aten operator call it dispatches, by operator name."""
+    """Run fn() and list the wall seconds of every aten operator call it dispatches (each waited for
+    on a GPU), by operator name, e.g. {'mm': [0.0012, ...], ...}."""
     times: dict[str, list[float]] = {}
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
 
     class _Clock(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if cuda:
+                torch.cuda.synchronize()
             start = time.perf_counter()
             out = func(*args, **(kwargs or {}))
+            if cuda:
+                torch.cuda.synchronize()
             times.setdefault(func.overloadpacket.__name__, []).append(time.perf_counter() - start)
             return out
 
