@@ -29,7 +29,7 @@ from .units import fmt_bytes, fmt_ratio, fmt_timed
 _LAZY = {
     "memory_torch": ("MemoryTracker", "Workload", "measure_memory", "predict_memory"),
     "saved_torch": ("bytes_by_kind", "copies_made", "held_bytes", "saved_for_backward"),
-    "ops_torch": ("count_torch_ops", "op_dtypes"),
+    "ops_torch": ("count_torch_ops", "op_dtypes", "op_seconds"),
     "gpt_torch": ("GPTBlock", "MiniGPT", "make_step"),
     "memory_jax": ("device_memory", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),

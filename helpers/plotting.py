@@ -98,15 +98,20 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
           left_label: str, right_label: str, title: str = "",
           figsize: tuple[float, float] = (9.0, 3.2), *,
           reference: Reference | None = None,
-          spread: Sequence[tuple[float, float]] | None = None) -> tuple[plt.Axes, plt.Axes]:
+          spread: Sequence[tuple[float, float]] | None = None,
+          right_range: Sequence[tuple[float, float]] | None = None) -> tuple[plt.Axes, plt.Axes]:
     """Two bar panels side by side over the same labels (e.g. peak memory and step time); with a
     `reference`, its quoted figures are drawn hatched beside this run's bars and labelled; with a
     `spread`, one (low, high) per label, this run's left bars get that range as an error bar (e.g. the
-    range of timing rounds), with room above the bars for the legend."""
+    range of timing rounds), with room above the bars for the legend; with `right_range`, one (low,
+    high) per label, a line over each right bar spans that range."""
     if spread is not None and (len(spread) != len(labels)
                                or not all(lo <= v <= hi for (lo, hi), v in zip(spread, left))):
         raise ValueError("spread needs one (low, high) per label, around the left value: "
                          "pass e.g. Timings.spread(name, baseline) for each label")
+    if right_range is not None and len(right_range) != len(labels):
+        raise ValueError(f"right_range has {len(right_range)} ranges for {len(labels)} labels; "
+                         "give one (low, high) per label")
     fig, (a, b) = plt.subplots(1, 2, figsize=figsize)
     refs = (reference.left, reference.right) if reference else (None, None)
     xs = list(range(len(labels)))
@@ -118,6 +123,9 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
         width = 0.4 if ref is not None else 0.8
         shift = width / 2 if ref is not None else 0.0
         ax.bar([x - shift for x in xs], list(vals), width=width, color=color, label="this run")
+        if ax is b and right_range is not None:
+            ax.vlines([x - shift for x in xs], [lo for lo, _ in right_range], [hi for _, hi in right_range],
+                      color="black", lw=1.5, label="range over the rounds")
         if ref is not None:
             pairs = [(x + shift, v) for x, v in zip(xs, ref) if v is not None]
             ax.bar([x for x, _ in pairs], [v for _, v in pairs], width=width, color="white",
@@ -130,7 +138,8 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
             ax.set_ylim(0, 2 * top)  # the bars in the lower half, the legend above them
             ax.legend(fontsize=7, loc="upper left")
         elif ref is not None:
-            ax.set_ylim(0, 1.3 * max([*vals, *(v for _, v in pairs)]))   # the legend sits above the bars
+            highs = [hi for _, hi in right_range] if ax is b and right_range is not None else []
+            ax.set_ylim(0, 1.3 * max([*vals, *(v for _, v in pairs), *highs]))   # the legend above the bars
             ax.legend(fontsize=7, loc="upper right", ncol=2)
         ax.set_xticks(xs, list(labels))
         ax.set_ylabel(lab)
@@ -181,8 +190,10 @@ def stacked(x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str,
 
 def stacked_bars(labels: Sequence[str], series: dict[str, Sequence[float]], ylabel: str, *,
                  scale: float = 1e6, ax: plt.Axes | None = None,
-                 figsize: tuple[float, float] = (6.0, 3.2)) -> plt.Axes:
-    """One stacked bar per label, one segment per category of `series` (values divided by scale)."""
+                 figsize: tuple[float, float] = (6.0, 3.2),
+                 colors: dict[str, str] | None = None) -> plt.Axes:
+    """One stacked bar per label, one segment per category of `series` (values divided by scale),
+    coloured by the course's category colours, or by `colors` where it names the category."""
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
     bottom = [0.0] * len(labels)
@@ -190,7 +201,7 @@ def stacked_bars(labels: Sequence[str], series: dict[str, Sequence[float]], ylab
         if len(values) != len(labels):
             raise ValueError(f"series {name!r} has {len(values)} values for {len(labels)} labels")
         vals = [v / scale for v in values]
-        ax.bar(range(len(labels)), vals, bottom=bottom, label=name, color=_COLORS.get(name))
+        ax.bar(range(len(labels)), vals, bottom=bottom, label=name, color=(colors or {}).get(name, _COLORS.get(name)))
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(range(len(labels)), list(labels), rotation=60, ha="right", fontsize=7)
     ax.set_ylabel(ylabel)

@@ -2,6 +2,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import helpers as hp  # noqa: E402
@@ -104,6 +105,25 @@ def test_bars2_draws_a_reference_hatched_beside_this_run_where_it_has_values():
     assert len(a.patches) == 2 and len(b.patches) == 3
     assert b.get_legend_handles_labels()[1] == ["this run", "source 002, A100 GPU"]
     assert b.patches[2].get_hatch() == "//"
+    plt.close("all")
+
+
+def test_bars2_draws_a_range_over_each_right_bar():
+    a, b = hp.bars2(["fp32", "bf16"], [2.0, 1.0], [1.0, 2.5], "MB", "x", right_range=[(1.0, 1.0), (2.0, 3.5)],
+                    reference=hp.Reference("src", right=[1.0, 0.5]))
+    (lines,) = b.collections
+    segments = [seg.tolist() for seg in lines.get_segments()]
+    assert segments == [[[-0.2, 1.0], [-0.2, 1.0]], [[0.8, 2.0], [0.8, 3.5]]]  # over this run's bars, not the hatched
+    assert not a.collections and "range over the rounds" in b.get_legend_handles_labels()[1]
+    with pytest.raises(ValueError, match="one \\(low, high\\) per label"):
+        hp.bars2(["fp32", "bf16"], [2.0, 1.0], [1.0, 2.5], "MB", "x", right_range=[(1.0, 1.0)])
+    plt.close("all")
+
+
+def test_stacked_bars_take_a_colour_per_category():
+    ax = hp.stacked_bars(["a"], {"parameters": [1e6], "mine": [2e6]}, "MB", colors={"mine": "#123456"})
+    assert matplotlib.colors.to_hex(ax.patches[1].get_facecolor()) == "#123456"
+    assert matplotlib.colors.to_hex(ax.patches[0].get_facecolor()) == "#4c72b0"  # the course's colour stays
     plt.close("all")
 
 

@@ -1,12 +1,14 @@
 """Tests of the format figures (helpers.formats), saved tensors and cast copies (helpers.saved_torch),
-op dtypes (helpers.ops_torch), the crossover search (helpers.search) and HLO dots (helpers.program_text)."""
+op dtypes and times (helpers.ops_torch), the crossover search (helpers.search) and HLO dots (helpers.program_text)."""
+
+import time
 
 import pytest
 import torch
 from torch import nn
 
 from helpers.formats import FORMATS, float_format
-from helpers.ops_torch import op_dtypes
+from helpers.ops_torch import op_dtypes, op_seconds
 from helpers.program_text import dot_operand_dtypes, hlo_schedule
 from helpers.saved_torch import bytes_by_kind, copies_made, saved_for_backward
 from helpers.search import first_below
@@ -68,6 +70,18 @@ def test_op_dtypes_sees_autocast_casts():
     assert ("addmm", ("bfloat16", "bfloat16", "bfloat16"), "bfloat16") in ops
     assert ("_to_copy", ("float32",), "bfloat16") in ops
     assert op_dtypes(lambda: net(x))[-1][2] == "float32"
+
+
+def test_op_seconds_times_every_operator_call_backward_included():
+    net, x = _mlp(), torch.randn(5, 8, requires_grad=True)
+    start = time.perf_counter()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        times = op_seconds(lambda: net(x).float().sum().backward())
+    wall = time.perf_counter() - start
+    assert len(times["addmm"]) == 2 and len(times["mm"]) >= 2  # two layers forward; their weights' gradients
+    assert len(times["_to_copy"]) >= 4  # autocast's casts of both weights and the input
+    assert all(t > 0 for ts in times.values() for t in ts)
+    assert sum(map(sum, times.values())) < wall  # each call timed once, nested calls not again
 
 
 @pytest.mark.parametrize("cross", [2, 3, 17, 500, 999, 1000])
