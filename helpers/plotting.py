@@ -44,20 +44,29 @@ class Reference:
     right: Sequence[float | None] | None = None
 
 
-def measured_on(title: str) -> str:
-    """A figure title that names the device the figure was measured on (figures get copied without
-    the prose around them)."""
+def measured_on(title: str, verb: str = "measured") -> str:
+    """A figure title that names the device the figure was measured (or `verb`, e.g. planned) on
+    (figures get copied without the prose around them)."""
     from .device import _device_label
 
-    return f"{title}\nmeasured on {_device_label()}"
+    if not verb.strip():
+        raise ValueError("verb is empty: say how the figure's data were obtained, e.g. 'measured' or 'planned'")
+    return f"{title}\n{verb} on {_device_label()}"
 
 
 def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
           left_label: str, right_label: str, title: str = "",
           figsize: tuple[float, float] = (9.0, 3.2), *,
-          reference: Reference | None = None) -> tuple[plt.Axes, plt.Axes]:
+          reference: Reference | None = None,
+          spread: Sequence[tuple[float, float]] | None = None) -> tuple[plt.Axes, plt.Axes]:
     """Two bar panels side by side over the same labels (e.g. peak memory and step time); with a
-    `reference`, its quoted figures are drawn hatched beside this run's bars and labelled."""
+    `reference`, its quoted figures are drawn hatched beside this run's bars and labelled; with a
+    `spread`, one (low, high) per label, this run's left bars get that range as an error bar (e.g. the
+    range of timing rounds), with room above the bars for the legend."""
+    if spread is not None and (len(spread) != len(labels)
+                               or not all(lo <= v <= hi for (lo, hi), v in zip(spread, left))):
+        raise ValueError("spread needs one (low, high) per label, around the left value: "
+                         "pass e.g. Timings.spread(name, baseline) for each label")
     fig, (a, b) = plt.subplots(1, 2, figsize=figsize)
     refs = (reference.left, reference.right) if reference else (None, None)
     xs = list(range(len(labels)))
@@ -73,6 +82,14 @@ def bars2(labels: Sequence[str], left: Sequence[float], right: Sequence[float],
             pairs = [(x + shift, v) for x, v in zip(xs, ref) if v is not None]
             ax.bar([x for x, _ in pairs], [v for _, v in pairs], width=width, color="white",
                    edgecolor=color, hatch="//", label=reference.source)
+        if spread is not None and ax is a:
+            ax.errorbar([x - shift for x in xs], list(vals), fmt="none", ecolor="k", capsize=3, lw=1,
+                        yerr=[[v - lo for v, (lo, _) in zip(vals, spread)],
+                              [hi - v for v, (_, hi) in zip(vals, spread)]], label="range of this run's rounds")
+            top = max([hi for _, hi in spread] + [v for v in (ref or []) if v is not None])
+            ax.set_ylim(0, 2 * top)  # the bars in the lower half, the legend above them
+            ax.legend(fontsize=7, loc="upper left")
+        elif ref is not None:
             ax.legend(fontsize=7)
         ax.set_xticks(xs, list(labels))
         ax.set_ylabel(lab)

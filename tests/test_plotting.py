@@ -73,3 +73,30 @@ def test_figure_titles_name_the_device(monkeypatch):
     assert title.startswith("step time\nmeasured on ")
     assert "CPU" in title or "GPU" in title or "NVIDIA" in title
     assert "AVX-512" not in title
+
+
+def test_figure_titles_say_how_the_data_were_obtained():
+    assert hp.measured_on("plan", verb="planned").startswith("plan\nplanned on ")
+    import pytest
+
+    with pytest.raises(ValueError, match="verb is empty"):
+        hp.measured_on("plan", verb=" ")
+
+
+def test_bars2_draws_the_spread_of_the_left_values_as_error_bars_with_room_for_the_legend():
+    ref = hp.Reference("source 000, GPU", left=[1.3, 1.0])
+    a, b = hp.bars2(["fp32", "tf32"], [0.7, 1.0], [3.0, 4.0], "time / tf32's", "MB", reference=ref,
+                    spread=[(0.4, 1.9), (1.0, 1.0)])
+    segments = a.collections[0].get_segments()
+    assert [tuple(s[:, 1]) for s in segments] == [(0.4, 1.9), (1.0, 1.0)]
+    assert a.get_ylim()[1] == 2 * 1.9 and not b.collections
+    assert a.get_legend_handles_labels()[1] == ["this run", "source 000, GPU", "range of this run's rounds"]
+    plt.close("all")
+
+
+def test_bars2_refuses_a_spread_that_misses_its_value():
+    import pytest
+
+    with pytest.raises(ValueError, match="around the left value"):
+        hp.bars2(["fp32", "bf16"], [2.0, 1.0], [3.0, 4.0], "ms", "MB", spread=[(1.0, 3.0), (1.5, 2.0)])
+    plt.close("all")
