@@ -17,6 +17,12 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
   with a message that names the part, gives a hint and shows none of the part's [secrets]; then the
   solution's cells run again, so that nbval goes on from the solution's state. `try_part` holds that
   logic; it takes the function that runs code, so tests/test_wrong_answers.py tries it without a kernel.
+
+A wrong answer usually defines the part's function as the solution does, or leaves it as it was, so a
+JAX check compiles the same program again for each one. The exercise's kernel therefore starts with
+JAX's persistent compilation cache on, in a folder of its own that goes with the run: the same program
+is loaded instead of compiled again (a deserialized executable is the same program, with the same
+memory analysis; nbval still compares every output with the committed one).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +44,9 @@ FAILURES = {"AssertionError", "WrongAnswer", "ClaimFailed"}
 # run(code) -> None when the code ran, or (exception name, its message) when it raised
 Runner = Callable[[str], "tuple[str, str] | None"]
 _SNAPSHOT = "__rerun_ids = {k: id(v) for k, v in globals().items() if not k.startswith('_')}"
+# run in an exercise's kernel before its first cell, so that JAX reads it when the notebook imports it
+_JAX_CACHE = ("import os as __os\n__os.environ.update(JAX_COMPILATION_CACHE_DIR={!r}, "
+              "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS='0', JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES='0')")
 _CHANGED = ("import json as __rerun_json\n"
             "print(__rerun_json.dumps({k: type(v).__name__ for k, v in globals().items() "
             "if not k.startswith('_') and __rerun_ids.get(k) != id(v)}))")
@@ -206,6 +216,9 @@ def pytest_runtest_call(item):
     kernel = getattr(parent, "kernel", None)
     if cell is None or kernel is None or cell.cell_type != "code" or not _is_exercise(parent) or not kernel.is_alive():
         return (yield)
+    if "_jax_cache" not in parent.__dict__:
+        parent._jax_cache = tempfile.TemporaryDirectory(prefix="jax-cache-")  # removed when the run ends
+        _probe(kernel, _JAX_CACHE.format(parent._jax_cache.name))
     _probe(kernel, _SNAPSHOT)
     recorded = copy.deepcopy(cell.outputs)  # nbval coalesces the recorded streams in place
     result = yield  # nbval runs the cell and compares its outputs; a failure ends here
