@@ -1,5 +1,6 @@
-"""nbgrader configuration of the course: from a fresh clone, `cd course && nbgrader generate_assignment
-ex08 --force` (needs the `instructor` extra: pip install -e '.[instructor]').
+"""nbgrader configuration of the course (docs/instructors.md says how to use it): from a fresh clone,
+`cd course && nbgrader generate_assignment ex08 --force` (nbgrader comes with the course's packages,
+`make .venv/.installed`; generate_feedback also needs the `instructor` extra: pip install -e '.[instructor]').
 
 source/<assignment>/ holds relative symlinks to the solution notebooks (tools/nbgrader_metadata.py
 --links keeps them in step with solutions/), so the solutions are the one master. One assignment per
@@ -7,7 +8,9 @@ exercise, and per framework for the twins: ex01, ex02-pytorch, ex02-jax, ... The
 submitted/, autograded/ and feedback/ are created here and ignored by git.
 """
 
+import importlib.util
 import os
+from pathlib import Path
 
 c = get_config()  # noqa: F821 (defined by traitlets when it loads this file)
 
@@ -25,3 +28,20 @@ c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
 # Some cells measure for several seconds on a laptop CPU (nbgrader's default limit is 30 s a cell);
 # 600 s is the limit of the course's own nbval run.
 c.Execute.timeout = 600
+
+# Feedback that shows its formulas offline: nbgrader's feedback template loads MathJax from a CDN;
+# templates/feedback/mathjax.html.j2 inlines MathJax 3 (SVG output, one file of 2.2 MB) into every
+# feedback file instead, from the pinned sphinx-mathjax-offline (the `instructor` extra).
+NBGRADER_TEMPLATES = os.path.join(os.path.dirname(importlib.util.find_spec("nbgrader").origin),
+                                  "server_extensions", "formgrader", "templates")
+c.HTMLExporter.extra_template_basedirs = [os.path.join(HERE, "templates"), NBGRADER_TEMPLATES]
+
+
+def offline_mathjax(name: str) -> str:
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("feedback needs MathJax from sphinx-mathjax-offline: pip install -e '.[instructor]'")
+    return (Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax" / name).read_text()
+
+
+c.HTMLExporter.filters = {"offline_mathjax": offline_mathjax}

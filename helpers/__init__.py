@@ -18,7 +18,7 @@ from .device import describe, profile, sized, torch_device
 from .formats import FORMATS, float_format
 from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
 from .planner import choose_interventions
-from .program_text import count_ops, dot_operand_dtypes
+from .program_text import count_ops, dot_operand_dtypes, hlo_schedule
 from .search import first_below
 from .sharding import collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
 from .timing import Benchmark, Timings, synchronize, time_together
@@ -29,13 +29,14 @@ from .units import fmt_bytes, fmt_ratio, fmt_timed
 _LAZY = {
     "memory_torch": ("MemoryTracker", "Workload", "measure_memory", "predict_memory"),
     "saved_torch": ("bytes_by_kind", "copies_made", "held_bytes", "saved_for_backward"),
-    "ops_torch": ("count_torch_ops", "op_dtypes"),
+    "ops_torch": ("count_torch_ops", "op_dtypes", "op_seconds"),
     "gpt_torch": ("GPTBlock", "MiniGPT", "make_step"),
     "memory_jax": ("device_memory", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
     "distributed_torch": ("launch", "rank_memory"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
-    "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "stacked", "stacked_bars"),
+    "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "plot_ratios", "stacked",
+                 "stacked_bars"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 

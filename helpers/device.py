@@ -107,8 +107,7 @@ def _device_label() -> str:
 
 def _cpu_info() -> tuple[str, frozenset[str]]:
     """The CPU's model name and instruction-set flags, from /proc/cpuinfo (Linux); elsewhere the
-    platform's processor name and no flags. The one place the course reads them: describe() here, and
-    tools/run_matrix.py and tools/gpu_check.py (private: no notebook calls it)."""
+    platform's processor name and no flags, for describe()."""
     import platform
     model, flags = "", frozenset()
     try:

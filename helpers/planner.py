@@ -1,13 +1,19 @@
 """Walk the ladder of memory interventions and say which ones a training step needs to fit a device,
 from the analytic estimates of helpers.anatomy.
 
-The ladder is ordered by what each rung costs, as lesson 04 measures it:
+The ladder's order (a fixed one: lesson 04 measures the rungs on one MLP and finds no order that
+holds for every model):
 
 1. accumulate: the same FLOPs and, with the loss scaled by 1/k, the same gradient; it divides the
    activations by k, down to the smallest micro-batch the hardware still runs well (min_micro_batch);
 2. checkpoint: most activations, for at most one extra forward pass;
 3. bf16: only if it lowers the estimate (it adds a 16-bit weight copy, 2P, and shrinks activations
-   by a factor that a CPU backend may not deliver: pass the measured one);
+   by a factor that a CPU backend may not deliver: pass the measured one). Which of rungs 2 and 3
+   cuts more depends on the bytes the forward pass keeps for backward and on the scratch the
+   backward pass holds at the peak (lesson 04: on its MLP checkpointing's recomputed layer and fp32
+   activation gradients left bf16 lower in PyTorch; in XLA:CPU's plan checkpointing kept far fewer
+   bytes and came out lower); this planner takes them in this fixed order, the exact rung before
+   the rounding one;
 4. add devices: the persistent state itself, when nothing on one device is enough: the fewest
    devices and the lowest ZeRO stage at which the step fits (helpers.sharding, lesson 06).
 

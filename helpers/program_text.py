@@ -1,9 +1,11 @@
-"""Reading a compiled program's text: how often an operation is applied, and what a dot multiplies
-(a jaxpr, lowered.as_text() or compiled.as_text() in JAX; HLO in general). No framework is imported."""
+"""Reading a compiled program's text: how often an operation is applied, what a dot multiplies, and
+the order of a scheduled program's instructions (a jaxpr, lowered.as_text() or compiled.as_text() in
+JAX; HLO in general). No framework is imported."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 
 def count_ops(text: str, op: str) -> int:
@@ -26,3 +28,40 @@ def dot_operand_dtypes(hlo_text: str) -> dict[tuple[str, ...], int]:
         key = tuple(types.get(a.strip().lstrip("%"), "?") for a in args.split(","))
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+@dataclass(frozen=True)
+class HloInstruction:
+    """One instruction of an HLO computation: its name, result shape (no layout), opcode and operands."""
+
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+
+
+def hlo_schedule(hlo_text: str) -> list[HloInstruction]:
+    """The entry computation's instructions of a scheduled HLO module (JAX: compiled.as_text()), in
+    the schedule's order: the sequence for which XLA planned its buffers."""
+    if not re.search(r"^HloModule \S+, is_scheduled=true", hlo_text, re.M):
+        raise ValueError("this HLO module has no schedule: pass a compiled program's text "
+                         "(jax.jit(f).lower(...).compile().as_text()), not a lowered one")
+    entry = re.search(r"^ENTRY [^\n]*\{\n(.*?)\n\}", hlo_text, re.S | re.M)
+    if entry is None:
+        raise ValueError("no ENTRY computation found in this HLO text")
+    out = []
+    for line in entry.group(1).splitlines():
+        name, rest = re.match(r"\s*(?:ROOT )?%([\w.\-]+) = (.*)", line).groups()
+        if rest.startswith("("):  # a tuple shape, which may hold spaces and comments: find its end
+            depth = 0
+            for end, ch in enumerate(rest):
+                depth += {"(": 1, ")": -1}.get(ch, 0)
+                if depth == 0:
+                    break
+            shape, rest = rest[:end + 1], rest[end + 2:]
+        else:
+            shape, rest = rest.split(" ", 1)
+        opcode, args = re.match(r"([\w\-]+)\(([^)]*)\)", rest).groups()
+        out.append(HloInstruction(name, re.sub(r"\{[^{}]*\}", "", shape), opcode,
+                                  tuple(re.findall(r"%([\w.\-]+)", args))))
+    return out

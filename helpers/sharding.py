@@ -1,11 +1,13 @@
-"""Sharding arithmetic: the per-device bytes of each ZeRO stage, the bytes each stage communicates
-per step, and the smallest number of devices (and the lowest stage) at which a training step fits.
+"""Sharding arithmetic: the per-device bytes of each ZeRO stage, the bytes each stage's algorithm
+communicates per step, and the smallest number of devices (and the lowest stage) at which a training
+step's model states and activations fit.
 
 Stage 0 is plain data parallelism (every device holds a full replica); stage 1 shards the optimizer
 state over the N devices, stage 2 the gradients too, stage 3 (FSDP) the parameters too (Rajbhandari
 et al. 2020). Shards are counted exactly: a tensor of n elements split over N devices puts
 ceil(n / N) elements on the largest shard, so pass sizes (or leave the default even split) as the
-framework splits them. No framework is imported.
+framework splits them. These are model states only: a step's working buffers (activations' scratch,
+the optimizer's temporaries, stage 3's gathered layer) come on top. No framework is imported.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from .units import fmt_bytes
 
 STAGES = (0, 1, 2, 3)
 # bytes per parameter of (weights the passes read, gradients, optimizer state) with Adam:
-# fp32: 4 + 4 + 8 = 16P. mixed (the course's 18P, lesson 02): a bf16 copy of the weights for the passes,
-# fp32 gradients, and fp32 master weights + two moments as optimizer state. mixed16: the ZeRO paper's
-# form, 16-bit weights and gradients and 12 bytes of fp32 state: 2 + 2 + 12 = 16P.
+# fp32: 4 + 4 + 8 = 16P. mixed: the course's autocast convention (lesson 02), 18P: a bf16 copy of the
+# weights for the passes, fp32 gradients, and fp32 master weights + two moments as optimizer state.
+# mixed16: the ZeRO paper's convention, 16P: 16-bit weights and gradients, 12 bytes of fp32 state.
 PRECISIONS = {"fp32": (4, 4, 8), "mixed": (2, 4, 12), "mixed16": (2, 2, 12)}
 
 
@@ -76,18 +78,21 @@ def sharded_bytes(sizes: list[int], n_devices: int, stage: int, precision: str =
 
 
 def communication_bytes(n_params: int, n_devices: int, stage: int, dtype_bytes: int = 4) -> int:
-    """Bytes one device sends per step with ring collectives, in rounds of (N-1)/N of the gradients:
-    stage 0 all-reduces them (2 rounds); stage 1 adds an all-gather of the updated parameters (3);
-    stage 2 reduce-scatters instead (2); stage 3 gathers the parameters again for backward (3)."""
+    """Bytes one device sends per step under the ZeRO paper's algorithm with ring collectives, in
+    rounds of (N-1)/N of the gradients: 2 at stage 0 (an all-reduce: a reduce-scatter, then an
+    all-gather), 2 at stages 1 and 2 (a reduce-scatter of the gradients, then an all-gather of the
+    updated parameters), 3 at stage 3 (the parameters are gathered again for backward). An engine
+    may send more (PyTorch's ZeroRedundancyOptimizer keeps DDP's all-reduce and adds a broadcast)."""
     _check(n_params, n_devices, stage, "fp32")
     positive("dtype_bytes", dtype_bytes, "pass the bytes of one communicated element (4 for fp32)", whole=True)
-    rounds = {0: 2, 1: 3, 2: 2, 3: 3}[stage]
+    rounds = 3 if stage == 3 else 2
     return rounds * (int(n_devices) - 1) * _shard(int(n_params), int(n_devices)) * int(dtype_bytes)
 
 
 @dataclass(frozen=True)
 class ShardingFit:
-    """The fewest devices and the lowest stage at which a step's estimate fits one device."""
+    """The fewest devices and the lowest stage at which a step's estimate (model states plus
+    activations, no working buffers, so not the step's peak) fits one device."""
 
     n_devices: int
     stage: int
@@ -103,13 +108,16 @@ class ShardingFit:
         if not self.fits:
             return f"does not fit {fmt_bytes(self.device_bytes)} even on {self.n_devices} devices at stage 3"
         return (f"{self.n_devices} device{'s' if self.n_devices > 1 else ''} at ZeRO stage {self.stage}: "
-                f"{fmt_bytes(self.estimate)} per device of {fmt_bytes(self.device_bytes)}")
+                f"model states + activations {fmt_bytes(self.estimate)} per device of {fmt_bytes(self.device_bytes)}")
 
 
 def smallest_fit(n_params: int, device_bytes: int, activation_bytes: int = 0, *, precision: str = "fp32",
                  max_devices: int = 1024, fixed_bytes: int = 0) -> ShardingFit:
     """The smallest N (then the lowest stage) at which state + activations / N + fixed_bytes fits
-    device_bytes: data parallelism divides the global batch, and so its activations, by N."""
+    device_bytes: data parallelism divides the global batch, and so its activations, by N. The
+    step's working buffers are not counted: measure or plan the step itself. Of the stages that fit one N, the lowest: stages 1
+    and 2 send the same bytes per step, but under accumulation stage 2, which keeps only a shard of
+    the gradients, must reduce-scatter every micro-batch's."""
     positive("device_bytes", device_bytes, "pass the memory of one device in bytes")
     positive("max_devices", max_devices, "pass the most devices to consider", whole=True)
     if activation_bytes < 0 or fixed_bytes < 0:

@@ -1,44 +1,44 @@
-"""Sphinx configuration of the course website. `make site` (tools/build_site.py) generates the pages
-from the notebooks into build/site/src and builds them with this configuration into build/site/html."""
+"""Sphinx configuration of the course website: `make site` builds this folder into build/site/html.
+
+The pages are the committed notebooks, rendered by myst-nb as they are (never executed): a lesson's
+two notebooks on one page in synced tabs (_ext/twins.py), each exercise and each solution on a page
+of its own. lessons/, exercises/, solutions/, notebooks/ and docs/ here are links to the repository's
+folders (notebooks/ only for the download links: its pages are lessons/)."""
 
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "_ext"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))
 
-project = (HERE.parent / "README.md").read_text().splitlines()[0].lstrip("# ").strip()
-author = "the course authors"
-copyright = "the course authors"
+project = "Where a training step's memory goes, and how to cut it"
+author = copyright = "the course authors"
 
 extensions = [
-    "myst_parser",       # MyST markdown: the pages generated from the notebooks
-    "sphinx_design",     # tabs (synced PyTorch / JAX), badges
-    "sphinx.ext.mathjax",
-    "local_mathjax",     # MathJax served from the site itself (vendored by a PyPI package), no CDN
+    "myst_nb",            # notebooks and MyST Markdown pages
+    "sphinx_design",      # the PyTorch / JAX tabs
+    "sphinx_copybutton",  # a copy button on code cells
+    "local_mathjax",      # MathJax served from the site itself, no CDN
+    "twins",              # the course's own part: a lesson's twins on one page
 ]
+exclude_patterns = ["notebooks/**", "exercises/README.md", "solutions/README.md", "**/.ipynb_checkpoints"]
+nb_execution_mode = "off"     # the committed outputs are the ones shown
+nb_merge_streams = True
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 myst_heading_anchors = 3
-source_suffix = {".md": "markdown"}
-exclude_patterns = ["_raw/**"]
-suppress_warnings = []
-highlight_language = "none"
-pygments_style = "default"
+copybutton_selector = "div.cell_input div.highlight pre"  # code, not its outputs
 
 html_theme = "sphinx_book_theme"
 html_title = project
+html_favicon = "_static/favicon.ico"
+html_extra_path = ["_static/favicon.ico"]  # also at /favicon.ico, where a browser looks by default
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
 html_copy_source = False
+html_context = {"default_mode": "auto"}  # the theme logs an error when it is unset
 html_show_sourcelink = False
-html_last_updated_fmt = None
-# light by default: the figures are white PNGs (and an unset mode makes the theme log a console error)
-html_context = {"default_mode": "light"}
 html_theme_options = {
-    "use_download_button": False,
-    "use_fullscreen_button": True,
+    "use_download_button": False,  # each page links its own notebook files
     "show_toc_level": 2,
-    "navigation_with_keys": False,
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
 }

@@ -1,157 +1,131 @@
 """catalog.toml agrees with the notebooks (every notebook in it once, titles, twins, points), the
-tables generated from it are current, run times are written into it, and the tools' shared knowledge
-(tools/course.py) holds: the notebook listing, the Makefile's copy of it, the JupyterLab addresses."""
+tables generated from it are current and carry the times the notebooks state, and the listing of
+notebooks (tools/layout.py) knows its kinds and the JupyterLab addresses."""
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from tools import catalog, course, nbgrader_metadata
+from tools import catalog, layout, nbgrader_metadata
 
-ROOT = course.ROOT
+ROOT = layout.ROOT
 DATA = catalog.load()
 NOTEBOOKS = catalog.notebooks(DATA)
 
 
 def first_heading(path: str) -> str:
-    return course.source(json.loads((ROOT / path).read_text())["cells"][0]).splitlines()[0]
+    return layout.source(json.loads((ROOT / path).read_text())["cells"][0]).splitlines()[0]
 
 
 def test_every_lesson_and_solution_is_in_the_catalog_once():
-    listed = [n.path for n in NOTEBOOKS]
+    listed = [path for path, _, _ in NOTEBOOKS]
     assert len(listed) == len(set(listed))
-    assert sorted(listed) == sorted(course.rel(p) for p in course.notebooks("lessons", "solutions"))
+    assert sorted(listed) == sorted(layout.rel(p) for p in layout.notebooks("lessons", "solutions"))
     assert sorted(e["order"] for e in DATA["lesson"]) == list(range(1, len(DATA["lesson"]) + 1))
     assert sorted(e["order"] for e in DATA["exercise"]) == list(range(1, len(DATA["exercise"]) + 1))
+    assert sorted(e["number"] for e in DATA["exercise"]) == list(range(1, len(DATA["exercise"]) + 1))
     assert {e["after_lesson"] for e in DATA["exercise"]} <= {e["order"] for e in DATA["lesson"]}
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda n: n.path)
-def test_title_is_the_notebooks_first_heading(nb):
-    prefix = f"# {nb.id[:2]} · " if nb.kind == "lesson" else f"# Exercise {int(nb.id[2:4])} · "
-    assert first_heading(nb.path) == prefix + nb.title
+@pytest.mark.parametrize("path, kind, entry", NOTEBOOKS, ids=[path for path, _, _ in NOTEBOOKS])
+def test_title_is_the_notebooks_first_heading(path, kind, entry):
+    prefix = f"# {entry['id'][:2]} · " if kind == "lesson" else f"# Exercise {entry['number']} · "
+    assert first_heading(path) == prefix + entry["title"]
 
 
-def test_twins_and_counterparts_exist_in_the_other_framework():
-    for nb in NOTEBOOKS:
-        if nb.twin:
-            twin = next(n for n in NOTEBOOKS if n.path == nb.twin)
-            assert twin.twin == nb.path and twin.folder != nb.folder and twin.id == nb.id
+def test_counterparts_are_each_others_in_the_other_framework():
     numbers = {e["number"]: e for e in DATA["exercise"]}
     for e in DATA["exercise"]:
         if "counterpart" in e:
             other = numbers[e["counterpart"]]
-            assert other.get("counterpart") == e["number"] and set(other["cpu_s"]).isdisjoint(e["cpu_s"])
+            assert other.get("counterpart") == e["number"] and set(other["points"]).isdisjoint(e["points"])
 
 
 def test_points_are_what_nbgrader_metadata_counts():
-    rows = nbgrader_metadata.table([ROOT / "solutions"]).splitlines()[2:-1]
-    counted = {f"solutions/{r.split('|')[2].strip().strip('`')}": int(r.split("|")[-2]) for r in rows}
-    assert {n.path: n.points for n in NOTEBOOKS if n.kind == "exercise"} == counted
+    for path, kind, e in NOTEBOOKS:
+        if kind == "exercise":
+            cells = json.loads((ROOT / path).read_text())["cells"]
+            counted = sum(a + m for a, m in nbgrader_metadata.points_by_part(
+                nbgrader_metadata.roles(cells, e["id"][:4])).values())
+            folder = path.split("/")[1]
+            assert e["points"][folder] == counted, f"{path}: catalog.toml says {e['points'][folder]} points, its cells {counted}"
 
 
-def test_every_notebook_has_a_cpu_time_and_no_gpu_time_is_invented():
-    assert all(n.cpu_s and n.cpu_s > 0 for n in NOTEBOOKS)
-    # none has run on a GPU yet (README, GPU_BUDGET.md): a gpu_s appears only from gpu_check --record
-    assert all(n.gpu_s is None for n in NOTEBOOKS)
+def test_every_notebook_states_its_time():
+    for kind in ("lesson", "exercise"):
+        for e in DATA[kind]:
+            assert None not in catalog.stated_minutes(kind, e).values(), f"{e['id']} states no time in its first cell"
 
 
 def test_generated_tables_are_current():
     assert catalog.stale() == [], "run: python -m tools.catalog write"
 
 
-def test_a_changed_run_time_makes_the_tables_stale_until_written(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_PROFILE", "cpu")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    for name in ("README.md", course.START, "catalog.toml", "notebooks/pytorch", "notebooks/jax"):
+def test_the_start_page_gives_working_times_and_totals_and_no_run_times():
+    start = "\n".join(layout.source(c) for c in json.loads((ROOT / layout.START).read_text())["cells"])
+    ex01 = next(e for e in DATA["exercise"] if e["number"] == 1)
+    minutes = catalog.stated_minutes("exercise", ex01)["common"]
+    assert f"ex01_where_the_peak_lands.ipynb) (about {minutes} min)" in start
+    totals = catalog.route_totals(DATA, ROOT)
+    assert f"PyTorch about {catalog.hours(totals['pytorch'][1])}" in start
+    assert f"JAX {catalog.hours(totals['jax'][0])}" in start
+    assert " s)" not in start and "run time" not in start.lower()
+
+
+def test_a_stated_time_changes_the_tables_until_written(tmp_path):
+    for name in ("README.md", layout.START, "notebooks/pytorch", "notebooks/jax", "solutions"):
         src, dst = ROOT / name, tmp_path / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copyfile)(src, dst)
-    path = "notebooks/jax/02_mixed_precision.ipynb"
-    catalog.record_cpu_time(path, 98.6, tmp_path / "catalog.toml")
-    data = catalog.load(tmp_path / "catalog.toml")
-    assert next(n.cpu_s for n in catalog.notebooks(data) if n.path == path) == 99
-    assert catalog.dump(data, tmp_path / "again.toml") is None
-    assert (tmp_path / "again.toml").read_text() == (tmp_path / "catalog.toml").read_text()  # one layout
-    readme = catalog.generated(data, root=tmp_path)[tmp_path / "README.md"]
-    assert "| `02_mixed_precision` |" in readme and readme != (tmp_path / "README.md").read_text()
-    assert re.search(r"\| `02_mixed_precision` \|.*\| \d+ s / 99 s \|", readme)
-    monkeypatch.setenv("COURSE_PROFILE", "gpu")  # a time at another profile is not a CPU run time
-    catalog.record_cpu_time(path, 5.0, tmp_path / "catalog.toml")
-    assert (tmp_path / "again.toml").read_text() == (tmp_path / "catalog.toml").read_text()
+    ex = tmp_path / "solutions/common/ex03_checkpoint_placement.ipynb"
+    nb = json.loads(ex.read_text())
+    nb["cells"][0]["source"] = [line.replace("*About 45 minutes", "*About 50 minutes") for line in nb["cells"][0]["source"]]
+    ex.write_text(json.dumps(nb))
+    assert catalog.stale(tmp_path) == ["README.md", layout.START]
+    tables = catalog.generated(DATA, tmp_path)
+    assert "| 3 | Checkpoint placement |" in tables[tmp_path / "README.md"]
+    assert "ex03_checkpoint_placement.ipynb) (about 50 min)" in tables[tmp_path / layout.START]
 
 
-def test_unknown_fields_are_refused(tmp_path):
+def test_a_start_page_opened_in_jupyterlab_is_not_stale(tmp_path):
+    for name in ("README.md", layout.START, "notebooks/pytorch", "notebooks/jax", "solutions"):
+        src, dst = ROOT / name, tmp_path / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copyfile)(src, dst)
+    start = json.loads((tmp_path / layout.START).read_text())
+    start["metadata"]["kernelspec"]["display_name"] = "Python 3 (something else)"
+    (tmp_path / layout.START).write_text(json.dumps(start, indent=2))
+    assert catalog.stale(tmp_path) == []
+
+
+def test_unknown_fields_and_tables_are_refused(tmp_path):
     (tmp_path / "c.toml").write_text('[[lesson]]\nid = "x"\nruntime = 3\n')
     with pytest.raises(ValueError, match="unknown fields \\['runtime'\\]"):
         catalog.load(tmp_path / "c.toml")
-
-
-def test_the_order_is_slowest_first_and_complete():
-    order = catalog.order(DATA)
-    seconds = {n.path: n.cpu_s for n in NOTEBOOKS} | DATA["make_test"].get("nbval_s", {})
-    assert sorted(order) == sorted(seconds)
-    assert [seconds[p] for p in order] == sorted(seconds.values(), reverse=True)
-    with_tests = catalog.order(DATA, with_tests=True)
-    tests = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").glob("test_*.py"))
-    assert sorted(with_tests) == sorted(order + tests)
-    assert set(DATA["make_test"]["slow_tests"]) <= set(tests)
-    assert set(DATA["make_test"].get("nbval_s", {})) <= {n.path for n in NOTEBOOKS}
-
-
-def test_test_times_are_read_from_a_junit_report(tmp_path):
-    report = tmp_path / "report.xml"
-    cases = [(n.path.removesuffix(".ipynb").replace("/", ".") + ".ipynb", "Cell 0", 2.0) for n in NOTEBOOKS]
-    cases += [("solutions.pytorch.ex09_fp16_gradient_window.ipynb", "Cell 1", 40.0),
-              ("tests.test_catalog", "test_a", 3.0), ("tests.test_gpt", "test_b", 4.0), ("tests.test_gpt", "test_c", 2.5)]
-    report.write_text("<testsuites><testsuite>" + "".join(
-        f'<testcase classname="{c}" name="{n}" time="{t}" />' for c, n, t in cases) + "</testsuite></testsuites>")
-    copy = tmp_path / "catalog.toml"
-    copy.write_text(catalog.CATALOG.read_text())
-    catalog.record_test_times(report, copy)
-    data = catalog.load(copy)
-    assert data["make_test"]["nbval_s"]["solutions/pytorch/ex09_fp16_gradient_window.ipynb"] == 42
-    assert data["make_test"]["slow_tests"] == {"tests/test_gpt.py": 6}   # 3 s is not slow
-    assert catalog.order(data)[0] == "solutions/pytorch/ex09_fp16_gradient_window.ipynb"
-    report.write_text('<testsuites><testsuite><testcase classname="tests.test_gpt" name="x" time="9" />'
-                      "</testsuite></testsuites>")
-    with pytest.raises(ValueError, match="whole"):
-        catalog.record_test_times(report, copy)
-
-
-def make_dry_run(target: str) -> str:
-    return subprocess.run(["make", "-n", "-s", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-
-
-def test_the_makefile_asks_tools_course_and_the_catalog():
-    command = shlex.split(next(l for l in make_dry_run("test").splitlines() if "pytest" in l))
-    env = dict(arg.split("=", 1) for arg in command if re.fullmatch(r"[A-Z_]+=.*", arg))
-    assert env == course.CPU_ENV
-    pytest_args = command[command.index("pytest") + 1:]
-    assert pytest_args[:6] == ["-n", "2", "--dist", "loadscope", "--no-loadscope-reorder", *course.NBVAL_FLAGS[:1]]
-    assert pytest_args[5:5 + len(course.NBVAL_FLAGS)] == course.NBVAL_FLAGS
-    assert pytest_args[5 + len(course.NBVAL_FLAGS):] == catalog.order(with_tests=True)
+    (tmp_path / "c.toml").write_text('[make_test]\nx = 1\n')
+    with pytest.raises(ValueError, match="unknown tables \\['make_test'\\]"):
+        catalog.load(tmp_path / "c.toml")
 
 
 def test_the_jupyterlab_addresses_resolve_against_make_labs_root():
-    lab = shlex.split(next(l for l in make_dry_run("lab").splitlines() if "jupyter" in l))
+    dry_run = subprocess.run(["make", "-n", "-s", "lab"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    lab = shlex.split(next(line for line in dry_run.splitlines() if "jupyter" in line))
     root = ROOT / next(a.split("=", 1)[1] for a in lab if a.startswith("--ServerApp.root_dir="))
-    for kind in course.FOLDERS:
-        for path in course.notebooks(kind):
-            url = course.lab_url(course.rel(path))
-            assert url.startswith("http://localhost:8888/lab/tree/")
-            assert (root / url.removeprefix(course.LAB_URL)).resolve() == path.resolve(), url
+    for kind in layout.FOLDERS:
+        for path in layout.notebooks(kind):
+            url = layout.lab_url(layout.rel(path))
+            assert (root / url.removeprefix(layout.LAB_URL)).resolve() == path.resolve(), url
 
 
 def test_listing_knows_its_kinds():
-    assert [p.parent.parent.name for p in course.notebooks("exercises")] == ["exercises"] * 22
-    assert course.START not in [course.rel(p) for p in course.notebooks("lessons")]
+    exercises = layout.notebooks("exercises")
+    assert [p.relative_to(ROOT / "exercises") for p in exercises] == \
+        [p.relative_to(ROOT / "solutions") for p in layout.notebooks("solutions")]
+    assert layout.START not in [layout.rel(p) for p in layout.notebooks("lessons")]
     with pytest.raises(ValueError, match="unknown kind of notebook \\['lesson'\\]"):
-        course.notebooks("lesson")
+        layout.notebooks("lesson")

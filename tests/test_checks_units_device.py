@@ -195,11 +195,10 @@ def test_profile_before_any_framework_asks_the_driver(monkeypatch):
     assert hp.profile() == "cpu"
 
 
-def test_cpu_info_reads_model_and_flags_once_for_helpers_and_tools(monkeypatch, tmp_path):
+def test_cpu_info_reads_model_and_flags(monkeypatch, tmp_path):
     import builtins
 
     from helpers import device
-    from tools import gpu_check, run_matrix
     fake = tmp_path / "cpuinfo"
     fake.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse avx2 fma\n\n"
                     "processor\t: 1\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse avx2 fma\n")
@@ -209,8 +208,6 @@ def test_cpu_info_reads_model_and_flags_once_for_helpers_and_tools(monkeypatch, 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     assert device._cpu_info() == ("Test CPU 9000", frozenset({"fpu", "sse", "avx2", "fma"}))
     assert device._cpu_isa() == ", AVX2"
-    assert gpu_check.cpu_name() == "Test CPU 9000"
-    assert run_matrix.machine().startswith("Test CPU 9000, ") and "AVX2, no AVX-512" in run_matrix.machine()
 
 
 # without_helpers: a check runs the student's function with the helper that answers the part out of reach

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import helpers as hp
-from tools import course
+from tools import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.stem for p in (ROOT / "helpers").glob("*.py") if not p.stem.startswith("_"))
@@ -64,8 +64,8 @@ def test_every_public_name_of_a_module_is_exported(module):
 
 
 def test_every_export_is_used_by_a_notebook_a_solution_or_the_readme():
-    texts = [p.read_text() for p in [ROOT / "README.md", *course.notebooks_in(ROOT / "notebooks"),
-                                     *course.notebooks_in(ROOT / "solutions")]]
+    texts = [p.read_text() for p in [ROOT / "README.md", *layout.notebooks_in(ROOT / "notebooks"),
+                                     *layout.notebooks_in(ROOT / "solutions")]]
     used = {name for text in texts for name in re.findall(r"\bhp\.([A-Za-z_]\w*)", text)}
     exported = {n for n in dir(hp) if not n.startswith("_") and n not in ("annotations", "importlib")
                 and not isinstance(getattr(hp, n), type(importlib))}

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tools import catalog, course, lesson_stats
+from tools import catalog, layout, lesson_stats
 
-ROOT = course.ROOT
-LESSONS = course.notebooks("lessons")
-START = ROOT / course.START
+ROOT = layout.ROOT
+LESSONS = layout.notebooks("lessons")
+START = ROOT / layout.START
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -64,8 +64,8 @@ def test_exercises_section_links_exercise_notebooks(path):
     # every exercise the catalog places after this lesson, in this framework or framework-neutral
     order = next(e["order"] for e in catalog.load()["lesson"] if e["id"] == path.stem)
     wanted = {ROOT / "exercises" / f / f"{e['id']}.ipynb" for e in catalog.load()["exercise"]
-              if e["after_lesson"] == order for f in e["cpu_s"] if f in (path.parent.name, course.NEUTRAL)}
-    assert wanted <= linked, f"not linked: {sorted(course.rel(p) for p in wanted - linked)}"
+              if e["after_lesson"] == order for f in e["points"] if f in (path.parent.name, layout.NEUTRAL)}
+    assert wanted <= linked, f"not linked: {sorted(layout.rel(p) for p in wanted - linked)}"
     assert all(p.exists() for p in linked), f"missing: {sorted(str(p) for p in linked if not p.exists())}"
 
 
@@ -74,5 +74,5 @@ def test_start_page_leads_to_every_lesson_and_exercise():
     cells = json.loads(START.read_text())["cells"]
     assert all(c["cell_type"] == "markdown" for c in cells), "the start page is prose only (nbval does not run it)"
     targets = {(START.parent / t.split("#")[0]).resolve() for t in LINK.findall("\n".join(markdown_cells(START)))}
-    for nb in LESSONS + course.notebooks("exercises"):
+    for nb in LESSONS + layout.notebooks("exercises"):
         assert nb.resolve() in targets, f"the start page does not link {nb.relative_to(ROOT)}"

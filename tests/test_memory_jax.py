@@ -75,3 +75,16 @@ def test_xla_memory_plan_rejects_non_functions():
 def test_plan_prints_in_megabytes():
     assert str(XlaMemoryPlan(2_000_000, 1_000_000, 500_000, 0)) == (
         "arguments 2.0 MB, outputs 1.0 MB, temp 0.5 MB, aliased 0.0 MB")
+
+
+def test_hlo_schedule_of_a_compiled_step_ends_with_its_outputs():
+    params, X = _setup()
+    text = jax.jit(jax.grad(_loss)).lower(params, X).compile().as_text()
+    order = hp.hlo_schedule(text)
+    when = {op.name: i for i, op in enumerate(order)}
+    assert [op.opcode for op in order].count("parameter") == len(params) + 1
+    assert order[-1].opcode == "tuple" and len(order[-1].operands) == len(params)  # one gradient per weight
+    # each instruction comes after the instructions it reads
+    assert all(when[a] < when[op.name] for op in order for a in op.operands)
+    with pytest.raises(ValueError, match="no schedule"):
+        hp.hlo_schedule(jax.jit(jax.grad(_loss)).lower(params, X).as_text(dialect="hlo"))

@@ -8,10 +8,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import course
+from tools import layout
 
-ROOT = course.ROOT
-NOTEBOOKS = course.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
+ROOT = layout.ROOT
+NOTEBOOKS = layout.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
 MACHINE_SPECIFIC = re.compile(r"(at 0x[0-9a-f]{6,}|/tmp/|/home/|/root/|/Users/|site-packages|ipykernel_\d+)")
 
 
@@ -215,7 +215,7 @@ def _padded_masked_values(node: ast.AST, masked: _Masking) -> bool:
 def _code_trees(path: Path) -> list[tuple[int, ast.Module]]:
     """(cell index, syntax tree) of every code cell, IPython magics turned into plain calls."""
     nb = nbformat.read(path, as_version=4)
-    return [(i, ast.parse(course.python_source(c.source), f"{path.name} cell {i}"))
+    return [(i, ast.parse(layout.python_source(c.source), f"{path.name} cell {i}"))
             for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
 
 
@@ -289,7 +289,7 @@ def _sanitize_rules() -> list[tuple[re.Pattern, str]]:
     """The regex/replace pairs of tests/nbval_sanitize.cfg, in order, read by nbval's own parser."""
     from nbval.plugin import get_sanitize_patterns
     return [(re.compile(regex), replace) for regex, replace in
-            get_sanitize_patterns((ROOT / course.SANITIZE).read_text())]
+            get_sanitize_patterns((ROOT / "tests" / "nbval_sanitize.cfg").read_text())]
 
 
 def _sanitized(text: str) -> str:

@@ -11,11 +11,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import course
+from tools import layout
 from tools import lessons as L
 
-ROOT = course.ROOT
-LESSONS, SOLUTION_NBS = course.notebooks("lessons"), course.notebooks("solutions")
+ROOT = layout.ROOT
+LESSONS, SOLUTION_NBS = layout.notebooks("lessons"), layout.notebooks("solutions")
 TORCH, JAX = ROOT / "notebooks" / "pytorch", ROOT / "notebooks" / "jax"
 
 
@@ -25,7 +25,7 @@ def names(notebooks: list[Path], folder: str) -> list[str]:
 
 def headings(path: Path) -> list[str]:
     """The main-line markdown heading lines (#, ##, ...) of a notebook, in order."""
-    return course.main_line_headings(nbformat.read(path, as_version=4).cells)
+    return layout.main_line_headings(nbformat.read(path, as_version=4).cells)
 
 
 @pytest.mark.parametrize("cells, expected", [
@@ -34,7 +34,7 @@ def headings(path: Path) -> list[str]:
     (["# T", "## Appendix", "### Aside: one", "## Anything after"], ["# T", "## Appendix"]),
 ])
 def test_asides_and_the_appendix_are_left_out_of_the_pairing(cells, expected):
-    assert course.main_line_headings([{"cell_type": "markdown", "source": c} for c in cells]) == expected
+    assert layout.main_line_headings([{"cell_type": "markdown", "source": c} for c in cells]) == expected
 
 
 def test_every_notebook_has_a_twin():
@@ -54,9 +54,9 @@ def test_twins_share_their_headings(name):
 def test_the_source_gives_both_frameworks_the_same_headings(src):
     source = L.read_source(src)
     ours, theirs = ([c for _, c in L.cells_for(source, fw)] for fw in ("pytorch", "jax"))
-    ours, theirs = course.main_line_headings(ours), course.main_line_headings(theirs)
+    ours, theirs = layout.main_line_headings(ours), layout.main_line_headings(theirs)
     assert len(ours) >= 3 and ours == theirs, (
-        f"{course.rel(src)}: the headings of its PyTorch cells and its JAX cells differ; a heading both "
+        f"{layout.rel(src)}: the headings of its PyTorch cells and its JAX cells differ; a heading both "
         f"twins have can be one shared cell (no framework key)")
 
 

@@ -1,13 +1,15 @@
 """Tests of the format figures (helpers.formats), saved tensors and cast copies (helpers.saved_torch),
-op dtypes (helpers.ops_torch), the crossover search (helpers.search) and HLO dots (helpers.program_text)."""
+op dtypes and times (helpers.ops_torch), the crossover search (helpers.search) and HLO dots (helpers.program_text)."""
+
+import time
 
 import pytest
 import torch
 from torch import nn
 
 from helpers.formats import FORMATS, float_format
-from helpers.ops_torch import op_dtypes
-from helpers.program_text import dot_operand_dtypes
+from helpers.ops_torch import op_dtypes, op_seconds
+from helpers.program_text import dot_operand_dtypes, hlo_schedule
 from helpers.saved_torch import bytes_by_kind, copies_made, saved_for_backward
 from helpers.search import first_below
 
@@ -70,6 +72,18 @@ def test_op_dtypes_sees_autocast_casts():
     assert op_dtypes(lambda: net(x))[-1][2] == "float32"
 
 
+def test_op_seconds_times_every_operator_call_backward_included():
+    net, x = _mlp(), torch.randn(5, 8, requires_grad=True)
+    start = time.perf_counter()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        times = op_seconds(lambda: net(x).float().sum().backward())
+    wall = time.perf_counter() - start
+    assert len(times["addmm"]) == 2 and len(times["mm"]) >= 2  # two layers forward; their weights' gradients
+    assert len(times["_to_copy"]) >= 4  # autocast's casts of both weights and the input
+    assert all(t > 0 for ts in times.values() for t in ts)
+    assert sum(map(sum, times.values())) < wall  # each call timed once, nested calls not again
+
+
 @pytest.mark.parametrize("cross", [2, 3, 17, 500, 999, 1000])
 def test_first_below_finds_the_crossing(cross):
     calls = []
@@ -119,6 +133,23 @@ def test_dot_operand_dtypes_reads_both_hlo_spellings():
     assert dot_operand_dtypes(before) == {("bf16", "bf16"): 1}
     assert dot_operand_dtypes(after) == {("f32", "f32"): 1}
     assert dot_operand_dtypes("no dots here") == {}
+
+
+def test_hlo_schedule_lists_entry_instructions_in_order():
+    text = ("HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[4]{0})->(f32[4]{0}, f32[])}\n\n"
+            "%inner (x: f32[4]) -> f32[4] {\n  %x = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} negate(%x)\n}\n\n"
+            "ENTRY %main.2 (p.1: f32[4]) -> (f32[4], f32[]) {\n"
+            "  %p.1 = f32[4]{0} parameter(0), metadata={op_name=\"p\"}\n"
+            "  %c = f32[] constant(0)\n"
+            "  %fusion.3 = f32[4]{0} fusion(%p.1, %c), kind=kLoop, calls=%inner\n"
+            "  ROOT %tuple = (f32[4]{0}, /*index=1*/f32[]) tuple(%fusion.3, %c)\n}\n")
+    ops = hlo_schedule(text)
+    assert [op.name for op in ops] == ["p.1", "c", "fusion.3", "tuple"]  # the entry only, in order
+    assert [op.opcode for op in ops] == ["parameter", "constant", "fusion", "tuple"]
+    assert ops[2].shape == "f32[4]" and ops[2].operands == ("p.1", "c")  # layout and attributes dropped
+    assert ops[3].shape == "(f32[4], /*index=1*/f32[])" and ops[3].operands == ("fusion.3", "c")
+    with pytest.raises(ValueError, match="no schedule"):
+        hlo_schedule(text.replace("is_scheduled=true", "is_scheduled=false"))
 
 
 def _until_an_address_is_reused(attempt, tries=500):

@@ -39,10 +39,18 @@ def test_bad_arguments_say_what_to_pass():
         hp.sharded_bytes([], 2, 1)
 
 
-def test_communication_rounds_per_stage():
+def test_the_papers_example_per_device():
+    # Rajbhandari et al. 2020, figure 1: 7.5B parameters, 16P mixed precision, 64 devices
+    got = [hp.zero_bytes(7_500_000_000, 64, s, "mixed16").total / 1e9 for s in range(4)]
+    assert [abs(g - paper) <= 0.05 for g, paper in zip(got, (120, 31.4, 16.6, 1.9))] == [True] * 4
+    assert hp.zero_bytes(7_500_000_000, 64, 1, "mixed").total == 46_406_250_000   # the course's 18P: 6P + 12P/N
+
+
+def test_communication_rounds_per_stage_are_the_papers():
     n = 4
     one = (n - 1) * (P // n) * 4     # one round: (N-1)/N of the fp32 gradients
-    assert [hp.communication_bytes(P, n, s) for s in range(4)] == [2 * one, 3 * one, 2 * one, 3 * one]
+    # stages 1 and 2 send what data parallelism sends; stage 3 1.5 times as much
+    assert [hp.communication_bytes(P, n, s) for s in range(4)] == [2 * one, 2 * one, 2 * one, 3 * one]
     assert hp.communication_bytes(P, 1, 0) == 0
     assert hp.communication_bytes(P, 2, 0, dtype_bytes=2) == 2 * P // 2 * 2
 
@@ -54,7 +62,7 @@ def test_smallest_fit_picks_the_fewest_devices_then_the_lowest_stage():
     assert (hp.smallest_fit(P, 11 * P).stage, hp.smallest_fit(P, 9 * P).stage) == (2, 3)
     fit = hp.smallest_fit(P, 13 * P, activation_bytes=4 * P)   # activations are divided by N too
     assert (fit.n_devices, fit.stage) == (2, 2) and fit.estimate == 10 * P + 2 * P
-    assert "2 devices at ZeRO stage 2" in str(fit)
+    assert "2 devices at ZeRO stage 2: model states + activations" in str(fit)
     never = hp.smallest_fit(P, P, max_devices=4)
     assert not never.fits and "does not fit" in str(never)
     with pytest.raises(ValueError, match="must not be negative"):

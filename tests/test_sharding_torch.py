@@ -14,6 +14,8 @@ import pytest
 import helpers as hp
 from helpers import distributed_torch as D
 
+import rank_workers as W  # tests/rank_workers.py (pytest puts tests/ on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -43,7 +45,7 @@ def _children() -> set[int]:
 
 
 def test_ranks_report_in_rank_order():
-    pids = hp.launch(D._pid_of_rank, 2, timeout=300)
+    pids = hp.launch(W.pid_of_rank, 2, timeout=300)
     assert len(set(pids)) == 2 and os.getpid() not in pids
     assert not any(_alive(p) for p in pids)
 
@@ -51,20 +53,20 @@ def test_ranks_report_in_rank_order():
 def test_a_rank_that_raises_is_named_with_its_exception_and_nothing_is_left():
     before = _children()
     with pytest.raises(D.RankFailed, match=r"rank 1 of 2 failed: ValueError: rank 1 was told to fail"):
-        hp.launch(D._fail_on, 2, 1, "raise", timeout=300)
+        hp.launch(W.fail_on, 2, 1, "raise", timeout=300)
     time.sleep(0.5)
     assert _children() - before <= {p for p in _children() if not _alive(p)}
 
 
 def test_a_rank_that_dies_silently_is_named_with_its_exit_code():
     with pytest.raises(D.RankFailed, match=r"rank 0 of 2 failed: died with exit code 3"):
-        hp.launch(D._fail_on, 2, 0, "exit", timeout=300)
+        hp.launch(W.fail_on, 2, 0, "exit", timeout=300)
 
 
 def test_a_hanging_launch_times_out_and_stops_every_rank():
     before = _children()
     with pytest.raises(D.RankFailed, match=r"did not finish within"):
-        hp.launch(D._fail_on, 2, 1, "hang", timeout=8)   # any limit: the rank never finishes
+        hp.launch(W.fail_on, 2, 1, "hang", timeout=8)   # any limit: the rank never finishes
     time.sleep(0.5)
     assert not (_children() - before)
 
@@ -72,10 +74,12 @@ def test_a_hanging_launch_times_out_and_stops_every_rank():
 def test_an_interrupt_stops_every_rank():
     """A kernel's stop button is SIGINT to the kernel process: the ranks must go with the launch."""
     code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "tests")
         import helpers as hp
-        from helpers import distributed_torch as D
+        import rank_workers as W
         if __name__ == "__main__":
-            hp.launch(D._fail_on, 2, 1, "hang", timeout=600)
+            hp.launch(W.fail_on, 2, 1, "hang", timeout=600)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stderr=subprocess.PIPE, text=True)
     ranks: list[int] = []
@@ -114,19 +118,36 @@ def test_a_function_defined_outside_a_module_is_refused():
     with pytest.raises(ValueError, match="put it in a module"):
         hp.launch(local, 2)
     with pytest.raises(ValueError, match="whole number of ranks"):
-        hp.launch(D._pid_of_rank, 0)
+        hp.launch(W.pid_of_rank, 0)
 
 
 def test_rank_memory_matches_the_formulas():
-    width, depth, batch, n = 64, 2, 8, 2
-    ranks = hp.launch(hp.rank_memory, n, ("ddp", "zero1", "fsdp2"), width, depth, batch, timeout=300)
+    width, depth, batch, n = 64, 4, 8, 2   # 4 layers: at 2, even the peak without prefetch holds a gather buffer
+    engines = ("ddp", "zero1", "fsdp2", "fsdp2-no-prefetch")
+    ranks = hp.launch(hp.rank_memory, n, engines, width, depth, batch, backend="gloo", timeout=300)
     sizes = [width * width, width] * depth
     P = sum(sizes)
+    one_round = 4 * P * (n - 1) // n
     for r in ranks:
-        for engine, stage in {"ddp": 0, "zero1": 1, "fsdp2": 3}.items():
+        for engine, stage in {"ddp": 0, "zero1": 1, "fsdp2": 3, "fsdp2-no-prefetch": 3}.items():
             want = hp.sharded_bytes(sizes, n, stage)
             got = r[engine]
             assert (got["parameters"], got["gradients"], got["optimizer"]) == (want.parameters, want.gradients, want.optimizer)
-            assert sum(t for _, _, t in got["collectives"].values()) == hp.communication_bytes(P, n, stage)
+            # Adam's 4-byte step counters, one per tensor this rank keeps state for (ZeRO-1: its half of them)
+            assert got["counters"] == 4 * (len(sizes) // n if engine == "zero1" else len(sizes))
+            # ZeroRedundancyOptimizer keeps DDP's all-reduce and adds a broadcast: a round over the algorithm
+            extra = one_round if engine == "zero1" else 0
+            assert sum(t for _, _, t in got["collectives"].values()) == hp.communication_bytes(P, n, stage) + extra
+            # the step's peak: what was live then adds up to it, and it lies above the state at rest
+            assert sum(got["at_peak"].values()) == got["peak"] > want.total + got["input"]
+            # DDP and ZeRO-1 peak in Adam's update, with the whole gradients; FSDP2 in the backward pass
+            assert got["peak_phase"] == ("backward" if engine.startswith("fsdp2") else "optimizer")
+        # torch's own MemTracker sees DDP's step peak where the course's tracker does, to the byte
+        assert r["ddp"]["peak_memtracker"] == r["ddp"]["peak"]
+        assert all("peak_memtracker" not in r[e] for e in engines if e != "ddp")
+        # FSDP2 prefetches the next layer's parameters in backward; without that, the peak has one layer less
+        one_layer = (width * width + width) * 4
+        assert r["fsdp2"]["at_peak"]["all gather"] == one_layer and "all gather" not in r["fsdp2-no-prefetch"]["at_peak"]
+        assert r["fsdp2"]["peak"] - r["fsdp2-no-prefetch"]["peak"] == one_layer
     with pytest.raises(D.RankFailed, match="unknown stage 'zero2'"):
         hp.launch(hp.rank_memory, n, ("zero2",), width, depth, batch, timeout=300)

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from tools import course
+from tools import layout
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = course.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
+NOTEBOOKS = layout.notebooks("lessons", "solutions")  # never JupyterLab's .ipynb_checkpoints copies
 TIME_LINE = re.compile(r"^(?P<name>.+): ~(?P<t>-?[0-9.e+-]+) ms/call$")
 INLINE_TIME = re.compile(r"(?:^|[:,] )(?P<name>[A-Za-z][\w ]*?) ~(?P<t>[0-9.e+-]+) ms(?!/)")
 RANGE = re.compile(r"\(rounds ~(?P<lo>[0-9.e+-]+) x to ~(?P<hi>[0-9.e+-]+) x\)")

@@ -1,14 +1,14 @@
-"""The wrong-answer runs (tools/wrong_answers.py): their data names real cells, their logic reports a wrong
-answer that passes, fails in the wrong place, names no part or shows the expected value, and every file
-names a solution (make test runs them inside nbval's run of every solution, which
-tests/test_exercises.py checks)."""
+"""The wrong-answer runs (tests/wrong_answers/plugin.py, beside their data): their data names real cells,
+their logic reports a wrong answer that passes, fails in the wrong place, names no part or shows the
+expected value; and the plugin, in a real nbval run, fails a check cell that does not give the same
+result when run again or that rebinds another cell's name."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from tools import wrong_answers as wa
+from tests.wrong_answers import plugin as wa
 
 
 def test_substitute_keeps_the_given_code_and_the_indent():
@@ -109,3 +109,29 @@ def test_a_wrong_answer_that_fails_a_quick_check_does_not_rerun_the_measurement_
     # quick check first and cost no run of the measurement at all.
     assert namespace["runs"] == 3
     assert namespace["table"] == [0, 2, 4] and namespace["total"] == 6 and namespace["double"](5) == 10
+
+
+# The plugin in a real strict nbval run: three one-part exercises, with their recorded outputs.
+def _exercise(check: str, printed: str) -> nbformat.NotebookNode:
+    solution = nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 2\n### END SOLUTION", execution_count=1)
+    solution.metadata["nbgrader"] = {"grade_id": "ex99-part1-solution", "solution": True, "grade": False}
+    test = nbformat.v4.new_code_cell(check, execution_count=2,
+                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)])
+    test.metadata["nbgrader"] = {"grade_id": "ex99-part1-check", "solution": False, "grade": True, "points": 1}
+    return nbformat.v4.new_notebook(cells=[solution, test])
+
+
+def test_the_plugin_fails_a_check_that_differs_when_run_again_or_rebinds_a_name(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(wa.layout.ROOT))  # the plugin, imported by the pytest started below
+    notebooks = {
+        "rerunnable": _exercise("assert answer == 2, 'part 1: not yet; a hint: twice one'\nprint('ok')", "ok\n"),
+        "counts_its_runs": _exercise("_runs = globals().get('_runs', 0) + 1\nprint(_runs)", "1\n"),
+        "rebinds": _exercise("answer = float(answer)\nprint('ok')", "ok\n"),
+    }
+    for name, nb in notebooks.items():
+        nbformat.write(nb, pytester.path / f"{name}.ipynb")
+    result = pytester.runpytest_subprocess("-p", "tests.wrong_answers.plugin", "-p", "no:cacheprovider",
+                                           "--nbval", "--nbval-current-env", "-rf")
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(["FAILED counts_its_runs.ipynb::Cell 1*", "FAILED rebinds.ipynb::Cell 1*"])
+    assert "binds names that a solution cell binds too (or the other way round): answer" in result.stdout.str()

@@ -5,27 +5,21 @@ The main line of a lesson is its markdown outside the asides. An aside is a sect
 "Appendix" puts everything after it into asides. Words are counted in markdown with code spans,
 maths and link targets left out, so a formula counts as nothing and a sentence as its words.
 A figure is an image output of a code cell (matplotlib or any other `image/*` output) or an image
-embedded in markdown.
-
-    python -m tools.lesson_stats            # a table for every lesson notebook
-    python -m tools.lesson_stats NB ...     # the same for the named notebooks
-
-The aside rules live in tools/course.py (AsideTracker, main_line_headings), shared with the pairing
-test and the site.
+embedded in markdown. `python -m tools.lessons stats` prints these figures for every lesson; the
+aside rules live in tools/layout.py (AsideTracker, main_line_headings).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import course
-from tools.course import HEADING, AsideTracker, main_line_headings  # noqa: F401 (one definition, re-exported)
+from tools import layout
+from tools.layout import HEADING, AsideTracker, main_line_headings  # noqa: F401 (one definition, re-exported)
 
-ROOT = course.ROOT
+ROOT = layout.ROOT
 # The reading time a lesson states is this rule's: main-line prose at 180 words a minute plus main-line
 # code at 12 lines a minute (code is read with its output), rounded to 5 minutes, at least 5.
 WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 180, 12
@@ -88,22 +82,3 @@ def stats(path: Path) -> Stats:
     shown = path.relative_to(ROOT) if path.is_absolute() and path.is_relative_to(ROOT) else path  # a copy outside the tree keeps its path
     return Stats(str(shown), main, aside, figures,
                  int(found.group(1)) if found else None, main_code, aside_code)
-
-
-def lessons() -> list[Path]:
-    return course.notebooks("lessons")
-
-
-def main(argv: list[str]) -> int:
-    paths = [Path(a).resolve() for a in argv] or lessons()
-    print("| notebook | main-line words | aside words | main-line code lines | figures | reading time (stated / by the rule) |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for p in paths:
-        s = stats(p)
-        stated = f"{s.stated_minutes} min" if s.stated_minutes is not None else "not stated"
-        print(f"| {s.path} | {s.main_words} | {s.aside_words} | {s.main_code} | {s.figures} | {stated} / {s.minutes} min |")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

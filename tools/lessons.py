@@ -14,7 +14,6 @@ notebook whose cells were edited since (by hand, in JupyterLab) is never overwri
 
     python -m tools.lessons [NN ...]         # generate the twins (all lessons by default)
     python -m tools.lessons --check          # write nothing; exit 1 if a notebook is out of date
-    python -m tools.lessons import NN [...]  # (re)build lessons/NN_*.md from the committed twins
     python -m tools.lessons stats [NN ...]   # tools.lesson_stats's figures per twin, and the shared share
 """
 
@@ -31,10 +30,10 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from tools import course
-from tools.course import FRAMEWORKS
+from tools import layout
+from tools.layout import FRAMEWORKS
 
-ROOT = course.ROOT
+ROOT = layout.ROOT
 SOURCES = "lessons"
 MANIFEST = ".generated.json"
 KEY = "framework"
@@ -58,7 +57,7 @@ def read_source(path: Path) -> nbformat.NotebookNode:
     nb = jupytext.read(path, fmt="md:myst")
     for k, cell in enumerate(nb.cells):
         if cell.metadata.get(KEY, next(iter(FRAMEWORKS))) not in FRAMEWORKS:
-            raise SourceError(f"{course.rel(path, path.parents[1])}, cell {k}: {KEY}: "
+            raise SourceError(f"{layout.rel(path, path.parents[1])}, cell {k}: {KEY}: "
                               f"{cell.metadata[KEY]!r}; use one of {', '.join(FRAMEWORKS)}, or none for a shared cell")
     return nb
 
@@ -74,7 +73,7 @@ def new_cell(cell_type: str, source: str, metadata: dict) -> nbformat.NotebookNo
 
 
 def keys(cells) -> list[tuple[str, str]]:
-    return [(c["cell_type"], course.source(c)) for c in cells]
+    return [(c["cell_type"], layout.source(c)) for c in cells]
 
 
 def digest(cells) -> str:
@@ -100,17 +99,16 @@ def generate(source: nbformat.NotebookNode, fw: str, old: nbformat.NotebookNode 
             unexecuted += 1
         cells.append(cell)
     meta = dict(old.metadata) if old is not None else {}
-    meta["kernelspec"] = source.metadata.get("kernelspec", meta.get("kernelspec"))
+    meta["kernelspec"] = dict(layout.KERNELSPEC)  # what JupyterLab writes on opening it
     return nbformat.v4.new_notebook(cells=cells, metadata=meta), unexecuted
 
 
 def notebook_path(src: Path, fw: str) -> Path:
-    return src.parents[1] / course.FOLDERS["lessons"] / fw / f"{src.stem}.ipynb"
+    return src.parents[1] / layout.FOLDERS["lessons"] / fw / f"{src.stem}.ipynb"
 
 
-def write_notebooks(srcs: list[Path], *, force=False, check=False, record=False) -> list[str]:
-    """Generate (or with check, compare) both twins of every source; return the problems. With record,
-    a check also records the notebooks found up to date in the manifest (what `import` does)."""
+def write_notebooks(srcs: list[Path], *, force=False, check=False) -> list[str]:
+    """Generate (or with check, compare) both twins of every source; return the problems."""
     root = srcs[0].parents[1] if srcs else ROOT
     manifest_path = root / SOURCES / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
@@ -118,26 +116,25 @@ def write_notebooks(srcs: list[Path], *, force=False, check=False, record=False)
     for src in srcs:
         source = read_source(src)
         for fw in FRAMEWORKS:
-            path, rel = notebook_path(src, fw), course.rel(notebook_path(src, fw), root)
+            path, rel = notebook_path(src, fw), layout.rel(notebook_path(src, fw), root)
             old = nbformat.read(path, as_version=4) if path.exists() else None
             nb, unexecuted = generate(source, fw, old)
-            if old is not None and nbformat.writes(nb) + "\n" == path.read_text():
+            if old is not None and layout.cells(nb) == layout.cells(old):  # not its metadata: JupyterLab's
                 manifest[rel] = digest(nb.cells)
                 continue
             if check:
-                problems.append(f"{rel}: its cells differ from what {course.rel(src, root)} generates; edit "
-                                f"{course.rel(src, root)}, then run: python -m tools.lessons {src.stem[:2]}")
+                problems.append(f"{rel}: its cells differ from what {layout.rel(src, root)} generates; edit "
+                                f"{layout.rel(src, root)}, then run: python -m tools.lessons {src.stem[:2]}")
                 continue
             if old is not None and not force and manifest.get(rel) != digest(old.cells):
                 problems.append(f"{rel} was edited since tools.lessons wrote it; not overwritten (move the edit "
-                                f"into {course.rel(src, root)}, rerun with --force to discard it, or import it: "
-                                f"python -m tools.lessons import {src.stem[:2]})")
+                                f"into {layout.rel(src, root)}, or rerun with --force to discard it)")
                 continue
             path.write_text(nbformat.writes(nb) + "\n")
             manifest[rel] = digest(nb.cells)
             if unexecuted:
                 stale.append(f"{rel} ({unexecuted} code cells without outputs)")
-    if not check or record:
+    if not check:
         manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     if stale:
         print("re-execute: make outputs NB='" + " ".join(s.split()[0] for s in stale) + "'\n  "
@@ -145,28 +142,8 @@ def write_notebooks(srcs: list[Path], *, force=False, check=False, record=False)
     return problems
 
 
-def import_pair(lesson: str, root: Path = ROOT) -> tuple[Path, int, int]:
-    """The migration: a source from the committed twins. A markdown cell identical in both becomes
-    shared; every other cell is kept once per framework, tagged. Returns (path, shared, specific)."""
-    path = source_path(lesson, root)
-    nbs = {fw: nbformat.read(notebook_path(path, fw), as_version=4) for fw in FRAMEWORKS}
-    (fa, fb), (a, b) = FRAMEWORKS, (nbs[fw].cells for fw in FRAMEWORKS)
-    key = lambda fw, cells: [(c.cell_type, c.source) if c.cell_type == "markdown" else (fw, k) for k, c in enumerate(cells)]
-    tagged = lambda cells, fw: [new_cell(c.cell_type, c.source, {**c.metadata, KEY: fw}) for c in cells]
-    out, i, j, shared = [], 0, 0, 0
-    for m, n, size in difflib.SequenceMatcher(None, key(fa, a), key(fb, b), autojunk=False).get_matching_blocks():
-        out += tagged(a[i:m], fa) + tagged(b[j:n], fb)
-        out += [new_cell(c.cell_type, c.source, dict(c.metadata)) for c in a[m:m + size]]
-        i, j, shared = m + size, n + size, shared + size
-    src = nbformat.v4.new_notebook(cells=out, metadata={"kernelspec": nbs[fa].metadata.get("kernelspec")})
-    path.parent.mkdir(exist_ok=True)
-    jupytext.write(src, path, fmt="md:myst")
-    return path, shared, len(out) - shared
-
-
 def sources(root: Path = ROOT) -> list[Path]:
     return sorted((root / SOURCES).glob("[0-9][0-9]_*.md"))
-
 
 
 def shared_share(src: Path, fw: str) -> float:
@@ -187,10 +164,11 @@ def print_stats(srcs: list[Path]) -> None:
     from tools import lesson_stats
     print(f"{'lesson':28} {'fw':8} {'words':>6} {'aside':>6} {'code':>5} {'stated':>6} {'rule':>5} {'shared':>6}")
     for src in srcs:
-        for fw in course.FRAMEWORKS:
+        for fw in layout.FRAMEWORKS:
             st = lesson_stats.stats(notebook_path(src, fw))
             print(f"{src.stem:28} {fw:8} {st.main_words:6} {st.aside_words:6} {st.main_code:5} "
                   f"{st.stated_minutes or '-':>6} {st.minutes:5} {shared_share(src, fw):6.0%}")
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -198,22 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["stats"]:
             print_stats([source_path(l) for l in argv[1:]] or sources())
             return 0
-        if argv[:1] == ["import"]:
-            if len(argv) < 2:
-                raise SourceError("usage: python -m tools.lessons import NN [NN ...]")
-            for lesson in argv[1:]:
-                path, shared, specific = import_pair(lesson)
-                print(f"{course.rel(path)}: {shared} shared cells, {specific} framework-specific")
-            problems = write_notebooks([source_path(l) for l in argv[1:]], check=True, record=True)
-            problems = [f"the import does not reproduce the twins: {p}" for p in problems]
-        else:
-            parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-            parser.add_argument("lesson", nargs="*", help="lesson numbers or names (default: every lesson)")
-            parser.add_argument("--force", action="store_true", help="overwrite notebooks edited by hand")
-            parser.add_argument("--check", action="store_true", help="write nothing; fail if a notebook is stale")
-            args = parser.parse_args(argv)
-            problems = write_notebooks([source_path(l) for l in args.lesson] or sources(),
-                                       force=args.force, check=args.check)
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("lesson", nargs="*", help="lesson numbers or names (default: every lesson)")
+        parser.add_argument("--force", action="store_true", help="overwrite notebooks edited by hand")
+        parser.add_argument("--check", action="store_true", help="write nothing; fail if a notebook is stale")
+        args = parser.parse_args(argv)
+        problems = write_notebooks([source_path(l) for l in args.lesson] or sources(), force=args.force,
+                                   check=args.check)
     except SourceError as e:
         problems = [str(e)]
     for p in problems:

@@ -1,41 +1,27 @@
-"""Give the solution notebooks the nbgrader cell metadata (schema 3, nbgrader 0.9) they need to serve
-as the source of an nbgrader course.
+"""Give the solution notebooks the nbgrader cell metadata (schema 3, nbgrader 0.9) that makes them the
+source of an nbgrader course (course/) and of exercises/ (tools/make_exercises.py).
 
-Every cell gets a role, from its place in the notebook and its source alone:
+Every cell gets a role from its place and its source alone:
+- **solution**: a code cell with a `### BEGIN SOLUTION` region (autograded by the checks after it);
+- **answer**: a markdown cell with a region, graded by hand (nbgrader scores an unanswered one 0);
+- **check**: a code cell whose first line is `# Checks for part N ...`, or that comes after a region,
+  asserts (`assert`, `hp.check_answer`) and reads a name a region defines, directly or through the
+  cells between; cells that only `hp.check` a measurement are the lesson's claims, not graded;
+- **text** / **code**: everything else, read-only, so that a grade depends on the solution cells only.
+Points: what a cell states (a check's comment line `# 3 points`, an answer's first line `**Answer.**
+(4 points)`), else by rule: a check 1 point for up to 2 assertions, 2 for 3 to 5, 3 for more; an
+answer MANUAL_POINTS. grade_id: `<exercise>-<part>-<role>[-<qualifier>][-<n>]` (`ex08-part2-check`),
+the part from the last `## Part N` heading or a `# Checks for part N` comment.
 
-- **solution**: a code cell with a `### BEGIN SOLUTION` region; an autograded answer (the check cells
-  after it grade it). `solution: true, grade: false`.
-- **answer**: a markdown cell with a solution region; a manually graded answer worth
-  MANUAL_POINTS (nbgrader's schema requires markdown solution cells to be graded; an answer left as
-  `YOUR ANSWER HERE` is scored 0 by nbgrader without a grader). `solution: true, grade: true`.
-- **check**: a visible check cell, graded automatically (`grade: true, locked: true, points`). A code
-  cell is a check if its first line is `# Checks for part N ...`, or if it comes after a solution
-  region, contains an `assert` statement or an `hp.check_answer` call and reads a name that a solution
-  region defines (directly or through the cells in between). Cells that only `hp.check` a measurement
-  claim (timings, GPU-only claims) are not graded: they are the lesson's claims, not tests of the
-  student's work.
-- **text** / **code**: everything else (the question, the set-up, scaffolding, claims): read-only
-  (`locked: true`), so autograding restores them and a grade depends on the solution cells only.
-
-Points: the author's judgment of the work and thinking a cell grades, where the cell states it (a
-check cell's comment line `# 3 points`, an answer cell's first line `**Answer.** (4 points)`); else by
-rule: a check cell 1 point for up to 2 assertions (`assert` statements, `check(...)` and
-`check_answer(...)` calls), 2 for 3 to 5, 3 for 6 or more; an answer MANUAL_POINTS. grade_id:
-`<exercise>-<part>-<role>[-<qualifier>][-<n>]`, e.g. `ex08-part2-check`, `ex04-part3-check-exact-counts`,
-`ex01-intro-text`; the part comes from the last `## Part N` heading (`intro` before the first heading,
-a slug for other `##` headings) or from a `# Checks for part N` comment; `n` counts cells of the same
-part and role.
-
-The tool writes only `metadata.nbgrader` of cells, in nbformat's own JSON layout, and only when
-something changes, so a diff shows metadata and nothing else. It never touches sources or outputs, but
-it validates what the sources say for a student: in the first cell, the question's item `N. ...` of
-every graded part ends with its points, `(5 points)`, and a line `*About 40 minutes · 12 points (8
-autograded, 4 graded by hand)*` gives the time and the total, as the metadata count them (`--table`
-prints them); every `assert` of a check cell has a message, so a failed check says what is wrong.
+The tool writes only cells' `metadata.nbgrader`, in nbformat's layout, so a diff shows nothing else;
+it checks what a student reads: each graded part's item `N. ...` in the first cell ends with its points,
+`(5 points)`, the first cell carries `*About 40 minutes · 12 points (8 autograded, 4 graded by hand)*`
+as counted, and every assert of a check has a message.
 
     python -m tools.nbgrader_metadata [NOTEBOOK_OR_FOLDER ...]   # annotate (default: solutions/)
     python -m tools.nbgrader_metadata --check                    # exit 1 if missing or stale
-    python -m tools.nbgrader_metadata --table                    # points per exercise (markdown)
+    python -m tools.nbgrader_metadata --table                    # the points of every assignment
+    python -m tools.nbgrader_metadata --links [--check]          # course/source/ symlinks to solutions/
 """
 
 from __future__ import annotations
@@ -48,10 +34,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import course
-from tools.course import BEGIN, END
+from tools import layout
 
-ROOT = course.ROOT
+ROOT = layout.ROOT
 SCHEMA_VERSION = 3
 MANUAL_POINTS = 2
 CHECK_MARKER = re.compile(r"#\s*Checks?\s+for\s+part\s+(\d+)\b\s*(?:[(,:]\s*(.*?)\)?\s*)?$", re.I)
@@ -63,7 +48,6 @@ TEST_CALLS = ("check", "check_answer")
 STATED_CHECK = re.compile(r"^[ \t]*#\s*(\d+)\s+points?\s*$", re.M)           # in a check cell: `# 3 points`
 STATED_ANSWER = re.compile(r"^\*\*Answer\.\*\*\s*\((\d+)\s+points?\)")  # an answer's first line
 HEADING = re.compile(r"##\s+(.*)")
-GRADE_ID = re.compile(r"[A-Za-z0-9_\-]+")
 ROLES = {  # role: (solution, grade, locked)
     "solution": (True, False, False),
     "answer": (True, True, False),
@@ -90,19 +74,22 @@ def exercise_id(path: Path) -> str:
     return m[1] if m else slug(path.stem)
 
 
-source_of = course.source
+source_of = layout.source
 
 
 def has_region(source: str) -> bool:
-    """Whether a line of the source is the `### BEGIN SOLUTION` marker (as make_exercises.py reads it)."""
-    return course.solution_regions(source) > 0
+    """Whether the source has a solution region (as nbgrader reads the markers; unbalanced: see validate)."""
+    try:
+        return bool(layout.solution_regions(source))
+    except ValueError:
+        return any(layout.DELIMITERS[0] in line for line in source.split("\n"))
 
 
 def _python(source: str) -> ast.Module | None:
     """The cell's code parsed, IPython magics and shell escapes as IPython turns them into calls; None if
     it does not parse."""
     try:
-        return ast.parse(course.python_source(source))
+        return ast.parse(layout.python_source(source))
     except SyntaxError:
         return None
 
@@ -213,55 +200,21 @@ def roles(cells: list[dict], exercise: str) -> list[Role]:
 
 
 def validate(nb: dict, where: str = "notebook") -> list[str]:
-    """Problems that would make nbgrader (or its grading) wrong: every solution region in a solution
-    cell, every solution cell holding a region, every check cell graded with points, every graded
-    cell with a valid id, ids unique within the notebook, markers balanced; and what a student would
-    read wrong: the points and time in the first cell, asserts without a message."""
+    """What would make nbgrader or a student read the notebook wrong (its metadata being what roles()
+    gives is --check's question): unbalanced solution markers, grade_ids used twice, no check cell,
+    points or time not stated in the first cell as the metadata count them, asserts without a message."""
     problems, ids = [], {}
     cells = nb["cells"]
     expected = roles(cells, "x")
-    for i, (cell, want) in enumerate(zip(cells, expected)):
-        here = f"{where}, cell {i}"
-        src, meta = source_of(cell), cell.get("metadata", {}).get("nbgrader")
-        inside = False
-        for line in src.split("\n"):
-            if ("BEGIN SOLUTION" in line or "END SOLUTION" in line) and line.strip() not in (BEGIN, END):
-                problems.append(f"{here}: {line.strip()!r} is not a marker line, but nbgrader would "
-                                "read it as one (make_exercises.py would not)")
-            if line.strip() in (BEGIN, END) and inside == (line.strip() == BEGIN):
-                problems.append(f"{here}: '{line.strip()}' " + ("inside another solution region"
-                                if inside else f"without a '{BEGIN}' before it"))
-            inside = {BEGIN: True, END: False}.get(line.strip(), inside)
-        if inside:
-            problems.append(f"{here}: '{BEGIN}' is never closed by '{END}'")
-        if meta is None:
-            if has_region(src):
-                problems.append(f"{here}: has a solution region but no nbgrader metadata")
-            elif want.role == "check":
-                problems.append(f"{here}: a check cell without nbgrader metadata (not graded)")
-            continue
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            problems.append(f"{here}: nbgrader schema_version {meta.get('schema_version')} "
-                            f"(nbgrader 0.9 reads {SCHEMA_VERSION})")
-        if has_region(src) and not meta.get("solution"):
-            problems.append(f"{here}: has a solution region but is not a solution cell")
-        if meta.get("solution") and not has_region(src):
-            problems.append(f"{here}: is a solution cell without a '{BEGIN}' region "
-                            "(nbgrader would replace the whole cell)")
-        if want.role == "check" and not (meta.get("grade") and not meta.get("solution")):
-            problems.append(f"{here}: a check cell that is not an autograded test")
-        if meta.get("grade") and not (isinstance(meta.get("points"), (int, float)) and meta["points"] > 0):
-            problems.append(f"{here}: a graded cell without positive points")
-        if cell.get("cell_type") == "markdown" and meta.get("solution") != meta.get("grade"):
-            problems.append(f"{here}: a markdown answer must be solution and grade together")
-        gid = meta.get("grade_id")
-        if meta.get("grade") or meta.get("solution") or meta.get("locked"):
-            if not gid or not GRADE_ID.fullmatch(gid):
-                problems.append(f"{here}: invalid grade_id {gid!r}")
-            elif gid in ids:
-                problems.append(f"{here}: grade_id {gid!r} is also the id of cell {ids[gid]}")
-            else:
-                ids[gid] = i
+    for i, cell in enumerate(cells):
+        try:
+            layout.solution_regions(source_of(cell))
+        except ValueError as e:
+            problems.append(f"{where}, cell {i}: {e}")
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in ids:
+            problems.append(f"{where}, cell {i}: grade_id {gid!r} is also the id of cell {ids[gid]}")
+        ids.setdefault(gid, i)
     if not any(r.role == "check" for r in expected):
         problems.append(f"{where}: no check cell, so nothing is graded automatically")
     return problems + _student_text_problems(cells, expected, where)
@@ -338,7 +291,7 @@ def notebooks(paths: list[Path]) -> list[Path]:
     .ipynb_checkpoints copies); sorted."""
     out = []
     for p in paths:
-        out += course.notebooks_in(p) if p.is_dir() else [p]
+        out += layout.notebooks_in(p) if p.is_dir() else [p]
     return out
 
 
@@ -372,79 +325,47 @@ def twin_exercises(paths: list[Path]) -> set[str]:
     return {ex for ex, folders in seen.items() if len(folders) > 1}
 
 
-def sync_course(course: Path, solutions: Path, *, check: bool = False) -> list[str]:
+def sync_course(course_dir: Path, solutions: Path, *, check: bool = False) -> list[str]:
     """Make course/source/<assignment>/<notebook> a relative symlink to each solution notebook and
     remove links to notebooks that are gone; with check=True, only report what differs."""
-    nbs = notebooks([solutions])
+    nbs, source = notebooks([solutions]), course_dir / "source"
     twins = twin_exercises(nbs)
-    wanted = {course / "source" / assignment_of(p, twins) / p.name:
-              Path(*[".."] * 3, p.resolve().relative_to(course.resolve().parent)) for p in nbs}
-    problems = []
-    have = {p for p in (course / "source").glob("*/*.ipynb")} if (course / "source").exists() else set()
-    for link in sorted(have - set(wanted)):
-        problems.append(f"{link}: no solution notebook behind it" + ("" if check else "; removed"))
-        if not check:
-            link.unlink()
-    for link, target in sorted(wanted.items()):
-        if link.is_symlink() and Path(link.readlink()) == target:
-            continue
-        problems.append(f"{link}: " + ("should be a symlink to" if check else "linked to") + f" {target}")
-        if not check:
-            link.parent.mkdir(parents=True, exist_ok=True)
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(target)
+    wanted = {source / assignment_of(p, twins) / p.name: Path("../../..", p.resolve().relative_to(
+        course_dir.resolve().parent)) for p in nbs}
+    have = set(source.glob("*/*.ipynb")) if source.exists() else set()
+    problems = [f"{link}: no solution notebook behind it" for link in sorted(have - set(wanted))]
+    wrong = {link: t for link, t in wanted.items() if not (link.is_symlink() and link.readlink() == t)}
+    problems += [f"{link}: should be a symlink to {t}" for link, t in sorted(wrong.items())]
     if not check:
-        for folder in (course / "source").iterdir():
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+        for link in (have - set(wanted)) | set(wrong):
+            link.unlink(missing_ok=True)
+        for link, target in wrong.items():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+        for folder in (f for f in source.iterdir() if f.is_dir() and not any(f.iterdir())):
+            folder.rmdir()
     return problems
 
 
 def table(paths: list[Path]) -> str:
-    """A markdown table of the points of every notebook, as the roles (not the files) say."""
+    """The points of every assignment as the roles (not the files) count them, as markdown."""
     nbs = notebooks(paths)
-    twins = twin_exercises(nbs)
-    rows = ["| assignment | notebook | parts | check cells | auto points | answers (manual) | "
-            "manual points | total |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    totals = [0, 0, 0, 0]
+    twins, rows, total = twin_exercises(nbs), ["| assignment | notebook | autograded | by hand | total |",
+                                               "| --- | --- | ---: | ---: | ---: |"], [0, 0]
     for path in nbs:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        rs = roles(nb["cells"], exercise_id(path))
-        checks = [r for r in rs if r.role == "check"]
-        answers = [r for r in rs if r.role == "answer"]
-        parts = {r.grade_id.split("-")[1] for r in rs if r.role in ("check", "solution", "answer")}
-        auto, manual = sum(r.points for r in checks), sum(r.points for r in answers)
-        for k, v in enumerate((len(checks), auto, len(answers), manual)):
-            totals[k] += v
-        rows.append(f"| `{assignment_of(path, twins)}` | `{path.parent.name}/{path.name}` | "
-                    f"{len(parts)} | {len(checks)} | {auto} | {len(answers)} | {manual} | {auto + manual} |")
-    rows.append(f"| all | {len(nbs)} notebooks | | {totals[0]} | {totals[1]} | {totals[2]} | "
-                f"{totals[3]} | {totals[1] + totals[3]} |")
-    return "\n".join(rows)
-
-
-def explain(paths: list[Path]) -> str:
-    """Every cell's role, id and points, with its first line: for reviewing the rules."""
-    lines = []
-    for path in notebooks(paths):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        lines.append(f"== {path}")
-        for i, (cell, r) in enumerate(zip(nb["cells"], roles(nb["cells"], exercise_id(path)))):
-            first = (source_of(cell).strip().splitlines() or [""])[0][:70]
-            pts = "" if r.points is None else f"{r.points}pt"
-            lines.append(f"{i:4d} {r.role:8s} {pts:4s} {r.grade_id:40s} {first}")
-    return "\n".join(lines)
+        parts = points_by_part(roles(json.loads(path.read_text())["cells"], exercise_id(path))).values()
+        auto, manual = sum(a for a, _ in parts), sum(m for _, m in parts)
+        total = [total[0] + auto, total[1] + manual]
+        rows.append(f"| `{assignment_of(path, twins)}` | `{path.parent.name}/{path.name}` | {auto} | {manual} | {auto + manual} |")
+    return "\n".join(rows + [f"| all | {len(nbs)} notebooks | {total[0]} | {total[1]} | {sum(total)} |"])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path, default=[ROOT / "solutions"],
                         help="notebooks or folders (default: solutions/)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if metadata is missing or stale")
-    mode.add_argument("--table", action="store_true", help="print the points per exercise (markdown)")
-    mode.add_argument("--explain", action="store_true", help="print every cell's role, grade_id and points")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if metadata is missing or stale")
+    parser.add_argument("--table", action="store_true", help="print the points of every assignment (markdown)")
     parser.add_argument("--links", type=Path, metavar="COURSE", nargs="?", const=ROOT / "course",
                         help="instead of annotating: make COURSE/source/<assignment>/ symlinks to the "
                              "solution notebooks (default course/; with --check only compare)")
@@ -453,13 +374,10 @@ def main(argv: list[str] | None = None) -> int:
         problems = sync_course(args.links, ROOT / "solutions" if args.paths == [ROOT / "solutions"]
                                else args.paths[0], check=args.check)
         for p in problems:
-            print(p, file=sys.stderr if args.check else sys.stdout)
+            print(p if args.check else p.replace("should be", "now"), file=sys.stderr if args.check else sys.stdout)
         return 1 if problems and args.check else 0
     if args.table:
         print(table(args.paths))
-        return 0
-    if args.explain:
-        print(explain(args.paths))
         return 0
     changed, problems = run(args.paths, check=args.check)
     if not args.check:

@@ -1,25 +1,18 @@
-"""Fixtures of the browser tests (`make browser-test`): a headless Chromium driven by Playwright, and
-a local HTTP server for the built site. They run outside tests/, so `make test` needs no browser.
-
-Chromium is Debian's (/usr/bin/chromium, or the path in $CHROMIUM): Playwright's own browser
-download is not used. Every page may load only from this machine; a request to any other host is
-blocked and recorded, and the tests fail on it."""
+"""What the browser tests share (tests/browser/, marker `browser`, `make browser-test`): where the
+built site and the screenshots are, Chromium's path and flags, and a watch on a browser context that
+blocks every request leaving this machine and records console errors and failed requests. Nothing
+here imports Playwright: collecting these tests needs no browser."""
 
 from __future__ import annotations
 
-import functools
 import http.server
-import os
 import socket
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+import os
 
-import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site" / "html"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -34,15 +27,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def browser() -> Browser:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium (or set CHROMIUM=/path)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                                    chromium_sandbox=False)
-        yield browser
-        browser.close()
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
 
 
 @dataclass
@@ -58,7 +45,7 @@ class Watch:
                 + [f"request to another host (blocked): {m}" for m in self.foreign])
 
 
-def watched(context: BrowserContext) -> Watch:
+def watched(context) -> Watch:
     """Block every request that leaves this machine, and record errors of the context's pages."""
     watch = Watch()
 
@@ -72,7 +59,7 @@ def watched(context: BrowserContext) -> Watch:
 
     context.route("**/*", route)
 
-    def on_page(page: Page):
+    def on_page(page):
         page.on("console", lambda m: m.type == "error" and watch.console.append(f"{m.text} ({m.location.get('url', '')})"))
         page.on("pageerror", lambda e: watch.console.append(f"uncaught: {e}"))
         page.on("requestfailed", lambda r: urlsplit(r.url).hostname in LOCAL_HOSTS
@@ -82,27 +69,3 @@ def watched(context: BrowserContext) -> Watch:
     context.on("page", on_page)
     return watch
 
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def site_url() -> str:
-    """The built site (make site), served on a free localhost port."""
-    if not (SITE / "index.html").exists():
-        pytest.fail("build/site/html/index.html is missing: run make site first")
-    handler = functools.partial(QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="session")
-def screenshots() -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS

@@ -1,15 +1,12 @@
-"""What the tools know about the course's files, written once.
+"""Where the course's notebooks live and how the tools read them, written once.
 
-Standard library only (IPython is imported where magics are handled), so the Makefile can ask
-`python -m tools.course cpu-env` before any virtual environment exists.
+Standard library only (IPython is imported where magics are handled): the root conftest.py imports it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,27 +15,26 @@ NEUTRAL = "common"  # solutions/common/: framework-neutral exercises
 START = "notebooks/00_start_here.ipynb"  # the start page: markdown only, not a lesson
 # Where each kind of notebook lives: <folder>/<framework or common>/<name>.ipynb
 FOLDERS = {"lessons": "notebooks", "solutions": "solutions", "exercises": "exercises"}
+# What JupyterLab writes for a notebook of ipykernel's kernel (it rewrites any other display_name on
+# opening), so the tools write it too.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
-# nbgrader's solution markers and the stubs make_exercises puts in their place
+# nbgrader's solution markers, as the course writes them; nbgrader (ClearSolutions) takes any line that
+# contains "BEGIN SOLUTION" or "END SOLUTION" for one, and so does solution_regions().
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-CODE_STUB = ["# YOUR CODE HERE", "raise NotImplementedError()"]
-MARKDOWN_STUB = ["YOUR ANSWER HERE"]
+DELIMITERS = ("BEGIN SOLUTION", "END SOLUTION")
 
-# The CPU reference: strict nbval compares outputs recorded on a CPU at the cpu size profile, so tests
-# and `make outputs` hide any GPU and fix the profile.
+# The CPU reference: strict nbval compares outputs recorded on a CPU at the cpu size profile, so the
+# tests and `make outputs` hide any GPU and fix the profile (the root conftest.py, tools/execute.py).
 CPU_ENV = {"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu", "COURSE_PROFILE": "cpu", "PYTHONHASHSEED": "0"}
-SANITIZE = "tests/nbval_sanitize.cfg"
-NBVAL_FLAGS = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", SANITIZE, "--nbval-cell-timeout=600"]
 
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-# `make lab` roots JupyterLab at the repository (--ServerApp.root_dir=.), so a notebook's address in
-# it is its repository path under lab/tree/.
+# `make lab` roots JupyterLab at the repository, so a notebook's address in it is its path under lab/tree/.
 LAB_URL = "http://localhost:8888/lab/tree/"
 
 
 def hidden(path: Path, root: Path) -> bool:
-    """Whether a path lies in a hidden folder (or is hidden) below root, as JupyterLab's
-    .ipynb_checkpoints/NAME-checkpoint.ipynb copies do."""
+    """Whether a path lies in a hidden folder below root (JupyterLab's .ipynb_checkpoints/ copies)."""
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
@@ -48,9 +44,8 @@ def notebooks_in(folder: Path) -> list[Path]:
 
 
 def notebooks(*kinds: str, root: Path = ROOT) -> list[Path]:
-    """The course's notebooks of the given kinds ("lessons", "solutions", "exercises"; default lessons
-    and solutions, what nbval and gpu_check run), each kind sorted, in the order asked; never one in a
-    hidden folder, never the start page."""
+    """The notebooks of the given kinds ("lessons", "solutions", "exercises"; default lessons and
+    solutions), each kind sorted, in the order asked; never a hidden copy, never the start page."""
     unknown = [k for k in kinds if k not in FOLDERS]
     if unknown:
         raise ValueError(f"unknown kind of notebook {unknown}; the kinds are {sorted(FOLDERS)}")
@@ -61,7 +56,7 @@ def notebooks(*kinds: str, root: Path = ROOT) -> list[Path]:
 
 
 def rel(path: Path, root: Path = ROOT) -> str:
-    """A notebook's repository-relative path, with forward slashes."""
+    """A path relative to the repository, with forward slashes."""
     return Path(path).resolve().relative_to(root.resolve()).as_posix()
 
 
@@ -76,16 +71,40 @@ def source(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
+# Cell metadata that JupyterLab writes as a reader works (collapsing, scrolling, timing), not content.
+VIEW_METADATA = {"collapsed", "scrolled", "jupyter", "execution", "trusted"}
+
+
+def cells(nb: dict) -> list[tuple]:
+    """What a comparison of notebooks looks at: each cell's type, source and metadata; not the
+    outputs, ids, view state or notebook metadata that opening or running it in JupyterLab changes."""
+    return [(c["cell_type"], source(c), {k: v for k, v in c.get("metadata", {}).items() if k not in VIEW_METADATA})
+            for c in nb["cells"]]
+
+
 def python_source(code: str) -> str:
-    """A code cell as plain Python, the way IPython itself transforms it (`%magic` and `!cmd` become
-    get_ipython() calls)."""
+    """A code cell as plain Python, as IPython transforms it (`%magic` and `!cmd` become calls)."""
     from IPython.core.inputtransformer2 import TransformerManager
     return TransformerManager().transform_cell(code)
 
 
-def solution_regions(text: str) -> int:
-    """How many `### BEGIN SOLUTION` marker lines a cell's source has."""
-    return sum(line.strip() == BEGIN for line in text.split("\n"))
+def solution_regions(text: str) -> list[tuple[int, int]]:
+    """(begin line, end line) of every solution region of a cell's source, lines counted from 0, read
+    as nbgrader reads them (a marker anywhere in a line); ValueError on unbalanced markers."""
+    regions, begin = [], None
+    for i, line in enumerate(text.split("\n")):
+        if DELIMITERS[0] in line:
+            if begin is not None:
+                raise ValueError(f"line {i + 1}: '{BEGIN}' inside another solution region")
+            begin = i
+        elif DELIMITERS[1] in line:
+            if begin is None:
+                raise ValueError(f"line {i + 1}: '{END}' without a '{BEGIN}' before it")
+            regions.append((begin, i))
+            begin = None
+    if begin is not None:
+        raise ValueError(f"line {begin + 1}: '{BEGIN}' is never closed by '{END}'")
+    return regions
 
 
 class AsideTracker:
@@ -129,24 +148,3 @@ def main_line_headings(cells: list[dict]) -> list[str]:
 def cpu_environ(base: dict | None = None) -> dict:
     """An environment for running notebooks as the committed outputs were recorded."""
     return {**(os.environ if base is None else base), **CPU_ENV}
-
-
-def main(argv: list[str]) -> int:
-    """`cpu-env`: the CPU environment as shell assignments; `nbval-flags`: pytest's nbval options;
-    `list [KIND ...]`: the notebooks."""
-    what = argv[0] if argv else ""
-    if what == "cpu-env":
-        print(" ".join(f"{k}={shlex.quote(v)}" for k, v in CPU_ENV.items()))
-    elif what == "nbval-flags":
-        print(" ".join(NBVAL_FLAGS))
-    elif what == "list":
-        print("\n".join(rel(p) for p in notebooks(*argv[1:])))
-    else:
-        print("usage: python -m tools.course cpu-env | nbval-flags | list [lessons|solutions|exercises ...]",
-              file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -8,13 +8,15 @@ released notebook unchanged, and the released notebook with only its first part 
 gives full marks, 0 without a crash, and partial marks; generate_feedback writes their HTML.
 
 By default three short assignments are graded (one common/, one pytorch/, one jax/):
-NBGRADER_ASSIGNMENTS=all grades all twenty, NBGRADER_ASSIGNMENTS=ex08,ex02-jax a selection. The
-module shares one course, so run it in one process (pytest-xdist's loadscope does).
-nbgrader comes with the `instructor` extra, which `make nbgrader-test` installs: without it this
-module fails to import (it does not skip).
+NBGRADER_ASSIGNMENTS=all grades all of them, NBGRADER_ASSIGNMENTS=ex08,ex02-jax a selection. The
+module shares one course, so run it in one process (pytest-xdist's loadscope does). Its tests carry
+the marker `instructor`: `make nbgrader-test` runs them, `make test` leaves them out. nbgrader comes
+with the `test` extra; the feedback's offline MathJax with the `instructor` extra, which `make
+nbgrader-test` installs: without it the feedback test fails (it does not skip).
 """
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -25,17 +27,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader.api import Gradebook
 
 from tools import make_exercises as mx
 from tools import nbgrader_metadata as nm
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 
 SOLUTIONS = nm.notebooks([ROOT / "solutions"])
 TWINS = nm.twin_exercises(SOLUTIONS)
 ASSIGNMENTS = {nm.assignment_of(p, TWINS): p for p in SOLUTIONS}
+pytestmark = pytest.mark.instructor
 REPRESENTATIVE = ["ex03", "ex08", "ex11"]  # common/, pytorch/, jax/: short ones
 
 
@@ -76,6 +78,7 @@ def build_course(tmp_path: Path, *assignments: str) -> tuple[Path, list[Path]]:
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy(COURSE / "nbgrader_config.py", course)
+    shutil.copytree(COURSE / "templates", course / "templates")
     sources = []
     for assignment in assignments:
         solution = ASSIGNMENTS[assignment]
@@ -131,6 +134,8 @@ class Course:
     seconds: dict[str, float]      # nbgrader command: its wall time
 
     def grades(self, assignment: str, student: str) -> dict[str, dict]:
+        from nbgrader.api import Gradebook
+
         db = "sqlite:///" + str(self.root / "gradebook.db")
         with Gradebook(db, course_id="memory-course") as gb:
             sub = gb.find_submission(assignment, student)
@@ -206,6 +211,9 @@ def test_autograding_full_empty_and_partial_submissions(course, assignment):
     for student in STUDENTS:
         html = course.root / "feedback" / student / assignment / (source.stem + ".html")
         assert html.exists() and html.stat().st_size > 0, html
+        text = html.read_text()  # opened offline, the maths renders: MathJax is inside the file
+        assert "window.MathJax" in text and "MathJax.version" in text, f"{html}: no inlined MathJax"
+        assert not re.findall(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', text), f"{html} loads from the web"
     print(f"{assignment}: full {code_score('full')}, zero {code_score('zero')}, partial "
           f"{code_score('partial')} of {sum(checks.values())} autograded points "
           f"(+{sum(answers.values())} graded by hand)")
@@ -305,23 +313,35 @@ def test_ids_come_from_the_parts_not_the_cell_order():
         {r.grade_id for r in before if r.role != "text" and r.role != "code"}
 
 
-def test_the_validator_names_what_is_wrong():
+def test_the_validator_names_what_is_wrong(tmp_path):
     nb = _tiny(TINY)
     for cell, role in zip(nb["cells"], nm.roles(nb["cells"], "ex09")):
         cell["metadata"]["nbgrader"] = role.metadata()
     assert nm.validate(nb, "tiny") == []
-    nb["cells"][3]["metadata"]["nbgrader"]["solution"] = False          # a region outside a solution cell
-    nb["cells"][4]["metadata"]["nbgrader"].update(grade=False)          # a check that is not graded
     nb["cells"][9]["metadata"]["nbgrader"]["grade_id"] = "ex09-part1-check"   # a duplicate id
     nb["cells"][7]["source"] = "def f():\n    ### BEGIN SOLUTION\n    return 3"  # never closed
+    # nbgrader reads a marker anywhere in a line, prose included: this line opens a region
     nb["cells"][6]["source"] = "## Part 2\nAnswer between `### BEGIN SOLUTION` and `### END SOLUTION`."
     problems = "\n".join(nm.validate(nb, "tiny"))
-    for expected in ("cell 3: has a solution region but is not a solution cell",
-                     "cell 4: a check cell that is not an autograded test",
-                     "cell 9: grade_id 'ex09-part1-check' is also the id of cell 4",
-                     "cell 7: '### BEGIN SOLUTION' is never closed",
-                     "cell 6: 'Answer between `### BEGIN SOLUTION` and `### END SOLUTION`.' is not a marker"):
+    for expected in ("tiny, cell 9: grade_id 'ex09-part1-check' is also the id of cell 4",
+                     "tiny, cell 7: line 2: '### BEGIN SOLUTION' is never closed by '### END SOLUTION'",
+                     "tiny, cell 6: line 2: '### BEGIN SOLUTION' is never closed by '### END SOLUTION'"):
         assert expected in problems
+    # Metadata that contradicts a cell's role (a region outside a solution cell, a check that is not
+    # graded) is what --check reports as stale: the roles, not the metadata, say what a cell is.
+    nb = _tiny(TINY)
+    for cell, role in zip(nb["cells"], nm.roles(nb["cells"], "ex09")):
+        cell["metadata"]["nbgrader"] = role.metadata()
+    path = tmp_path / "ex09_tiny.ipynb"
+    path.write_text(nm.dumps(nb))
+    assert nm.run([path], check=True) == ([], [])
+    for index, change in ((3, {"solution": False}), (4, {"grade": False})):
+        wrong = json.loads(json.dumps(nb))
+        wrong["cells"][index]["metadata"]["nbgrader"].update(change)
+        path.write_text(nm.dumps(wrong))
+        changed, problems = nm.run([path], check=True)
+        assert changed == [path] and problems == [f"{path}: nbgrader metadata is missing or stale "
+                                                  "(run: python -m tools.nbgrader_metadata)"]
 
 
 def test_the_validator_wants_points_in_the_question_and_messages_in_asserts():

@@ -1,0 +1,55 @@
+"""pytest's setup for the whole repository: `make test`, `make unit`, and a reader's own
+`pytest --nbval notebooks/jax/03_activation_checkpointing.ipynb` alike.
+
+- The CPU reference: the committed outputs were recorded on a CPU at the cpu size profile, so tests and
+  notebooks run with any GPU hidden and that profile (tools/layout.py's CPU_ENV), unless the caller set
+  COURSE_PROFILE=gpu (the GPU job's `pytest -m gpu tests`).
+- The exercises' own tests in nbval's run of solutions/: the re-run test and the wrong answers
+  (tests/wrong_answers/plugin.py, beside the wrong answers' data).
+- Longest first: pytest-xdist's workers take whole files (--dist loadscope --no-loadscope-reorder) in
+  collection order, so the files are ordered by their seconds in tests/durations.json, the longest
+  first, and the short ones fill the tail. `--record-durations` updates that file from the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tools import layout
+
+pytest_plugins = ["tests.wrong_answers.plugin", "pytester"]
+DURATIONS = layout.ROOT / "tests" / "durations.json"
+
+if os.environ.get("COURSE_PROFILE") != "gpu":
+    os.environ.update(layout.CPU_ENV)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--record-durations", action="store_true",
+                     help=f"write each file's seconds in this run to {layout.rel(DURATIONS)} (for the order of make test)")
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
+def pytest_collection_modifyitems(session, config, items):
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    items.sort(key=lambda item: -seconds.get(_file(item.nodeid), 0))  # stable: a file's items stay together
+
+
+_seconds: dict[str, float] = {}  # file -> seconds of its items' setup, call and teardown in this run
+
+
+def pytest_runtest_logreport(report):
+    _seconds[_file(report.nodeid)] = _seconds.get(_file(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    if config.getoption("record_durations") and not hasattr(config, "workerinput"):  # xdist's controller
+        seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+        seconds |= {f: round(s) for f, s in _seconds.items()}   # a run of some files updates theirs only
+        seconds = {f: s for f, s in sorted(seconds.items(), key=lambda kv: -kv[1]) if s >= 1}
+        DURATIONS.write_text(json.dumps(seconds, indent=1) + "\n")
