@@ -220,15 +220,16 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
 
 def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch.Tensor], model: nn.Module,
                opt: torch.optim.Optimizer, x: torch.Tensor, steps: int = 5) -> dict[str, Any]:
-    """The least of `steps` steps' peaks of live tensor storage ('peak'), that step's phase
-    ('peak_phase': forward, backward or optimizer) and what was live then, by kind ('at_peak'): the
-    course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's FSDPMemTracker for FSDP2 (the
-    course's tracker does not look inside the DTensors FSDP2 makes of its parameters). Under DDP, also
-    the peak of one more step by torch's MemTracker ('peak_memtracker'), to compare the two."""
-    # The least, the same statistic for every engine: gloo runs collectives on threads of its own, which
-    # may let go of a finished collective's buffer a moment after the call returns, so on a loaded
-    # machine a step can read up to a layer more (here, under load, FSDP2 without its prefetch in 13 of
-    # 128 steps; FSDP2 in none of 208, DDP and ZeRO-1 in none of 80).
+    """The least and the greatest of `steps` steps' peaks of live tensor storage ('peak', 'peak_max'),
+    the least step's phase ('peak_phase': forward, backward or optimizer) and what was live then, by
+    kind ('at_peak'): the course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's
+    FSDPMemTracker for FSDP2 (the course's tracker does not look inside the DTensors FSDP2 makes of
+    its parameters). Under DDP, also the peak of one more step by torch's MemTracker
+    ('peak_memtracker'), to compare the two."""
+    # Both, for every engine: gloo runs collectives on threads of its own, which may let go of a
+    # finished collective's buffer a moment after the call returns, so on a loaded machine a step can
+    # read up to a layer more (here, under load, FSDP2 without its prefetch in 13 of 128 steps; FSDP2
+    # in none of 208, DDP and ZeRO-1 in none of 80).
     if stage.startswith("fsdp2"):
         def one() -> dict[str, Any]:
             return _fsdp2_step_peak(forward, model, opt, x)
@@ -239,7 +240,8 @@ def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch
             report = measure_memory(Workload(step, model, getattr(opt, "optim", opt), (x,)))  # ZeRO-1: the local Adam
             return {"peak": report.peak, "peak_phase": report.peak_phase,
                     "at_peak": {k: v for k, v in report.peak_breakdown.items() if v}}
-    out = min((one() for _ in range(steps)), key=lambda r: r["peak"])
+    runs = [one() for _ in range(steps)]
+    out = {**min(runs, key=lambda r: r["peak"]), "peak_max": max(r["peak"] for r in runs)}
     if stage == "ddp":
         from torch.distributed._tools.mem_tracker import MemTracker
         tracker = MemTracker()
