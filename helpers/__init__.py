@@ -31,7 +31,7 @@ _LAZY = {
     "saved_torch": ("bytes_by_kind", "copies_made", "held_bytes", "saved_for_backward"),
     "ops_torch": ("count_torch_ops", "op_dtypes", "op_seconds"),
     "gpt_torch": ("GPTBlock", "MiniGPT", "make_step"),
-    "memory_jax": ("device_memory", "live_bytes_by", "saved_residuals",
+    "memory_jax": ("device_memory", "eager_step_samples", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
     "distributed_torch": ("launch", "rank_memory"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),

@@ -106,6 +106,46 @@ def live_bytes_by(categories: dict[str, Any], ignore: Sequence[Any] = ()) -> dic
     return out
 
 
+def eager_step_samples(layer: Callable, make: Callable[[], tuple[list, Any]], opt: Any,
+                       steps: int = 2) -> list[tuple[str, dict[str, int]]]:
+    """Live bytes by category (hp.live_bytes_by) in `steps` eager optimizer steps of the stack
+    h = layer(W, h) over the weights, loss h.sum(), one layer at a time; `make()` returns (weights, batch),
+    built after the baseline of arrays already alive is taken. A sample is labelled 'i: phase' and taken
+    at the start of step i, after each layer's forward and backward, and after the update returns (what a
+    call holds while it runs is not seen)."""
+    import jax.numpy as jnp
+
+    baseline = jax.live_arrays()  # whatever already exists does not belong to these steps
+    params, X = make()
+    state = opt.init(params)
+    samples: list[tuple[str, dict[str, int]]] = []
+    for i in range(1, steps + 1):
+        named = {"parameters": params, "optimizer state": state, "inputs": X}
+
+        def live(phase: str, **more: Any) -> None:
+            samples.append((f"{i}: {phase}", live_bytes_by({**named, **more}, ignore=baseline)))
+
+        live("start")
+        h, backs, grads = X, [], []
+        for W in params:  # forward: each vjp closure keeps what its layer's backward pass needs
+            h, back = jax.vjp(layer, W, h)
+            backs.append(back)
+            live("forward")
+        del back
+        g, h = jnp.ones_like(h), None  # the gradient of h.sum() is all ones
+        while backs:  # backward: each closure is used once, then dropped
+            gW, g = backs.pop()(g)
+            grads.insert(0, gW)
+            live("backward", gradients=grads, temporaries=g)
+        g = None
+        updates, new_state = opt.update(grads, state, params)
+        new_params = jax.tree.map(lambda p, u: p + u, params, updates)
+        live("update", gradients=grads, temporaries=updates, **{"new params and state": (new_params, new_state)})
+        params, state = new_params, new_state
+        del W, gW, grads, updates, new_params, new_state, named  # nothing of this step outlives it
+    return samples
+
+
 def saved_residuals(f: Callable, *args: Any) -> list[str]:
     """What JAX keeps from f's forward pass for its backward pass, one line per residual, as
     jax.ad_checkpoint.print_saved_residuals says it but without source-file locations."""

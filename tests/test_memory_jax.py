@@ -60,6 +60,24 @@ def test_live_bytes_are_attributed_to_their_pytrees():
     assert later["activations"] == fresh.nbytes and later["parameters"] == 0
 
 
+def test_eager_step_samples_count_each_phase():
+    import optax
+
+    n, d, b = 3, 64, 16  # batch-sized arrays (b x d) are smaller than weights (d x d)
+    P = n * d * d
+    samples = hp.eager_step_samples(lambda W, h: jax.nn.relu(h @ W), lambda: _setup(n, d, b), optax.adam(1e-3))
+    labels = [label for label, _ in samples]
+    step = ["start"] + ["forward"] * n + ["backward"] * n + ["update"]
+    assert labels == [f"{i}: {p}" for i in (1, 2) for p in step]
+    start, last_backward, update = samples[0][1], samples[2 * n][1], samples[2 * n + 1][1]
+    assert start["parameters"] == 4 * P and start["optimizer state"] == 8 * P + 4 and start["activations"] == 0
+    assert last_backward["gradients"] == 4 * P and last_backward["activations"] == 0
+    # after the update returns: old and new parameters and state, the gradients and the updates
+    assert update["new params and state"] == 12 * P + 4 and update["temporaries"] == 4 * P
+    assert samples[2 * n + 2][1]["parameters"] == 4 * P  # step 2 starts from the new weights alone
+    assert [live for _, live in samples[:len(step)]] == [live for _, live in samples[len(step):]]  # steps repeat
+
+
 def test_device_memory_is_none_on_cpu():
     if jax.default_backend() == "cpu":
         assert hp.device_memory() is None
