@@ -46,6 +46,42 @@ def test_nbgrader_makes_the_stubs_locks_and_checksums(tmp_path):
     assert mx.generate(tmp_path / "solutions", tmp_path / "exercises", check=True) == []
 
 
+HIDDEN_CHECK = ("# Checks for part 1\n# 1 point\nassert isinstance(answer, int), 'part 1: the answer is a whole number'\n"
+                "### BEGIN HIDDEN TESTS\nassert answer == 2, 'part 1: not the right count yet'\n### END HIDDEN TESTS\n"
+                "assert answer > 0, 'part 1: the answer is positive'")
+
+
+def test_hidden_tests_are_left_out_of_the_exercise_and_kept_in_the_solution(tmp_path):
+    sol = _solution(tmp_path)
+    nb = nbformat.read(sol, as_version=4)
+    nb.cells[2].source = HIDDEN_CHECK
+    for cell, role in zip(nb.cells, nm.roles(nb.cells, "ex")):
+        cell.metadata["nbgrader"] = role.metadata()
+    nbformat.write(nb, sol)
+    assert nm.validate(json.loads(sol.read_text()), "ex") == []
+    assert mx.generate(tmp_path / "solutions", tmp_path / "exercises") == []
+    ex = nbformat.read(tmp_path / "exercises" / "common" / "ex.ipynb", as_version=4)
+    assert ex.cells[2].source == ("# Checks for part 1\n# 1 point\nassert isinstance(answer, int), 'part 1: the answer is a "
+                                  "whole number'\nassert answer > 0, 'part 1: the answer is positive'")
+    assert "HIDDEN" not in nbformat.writes(ex) and "answer == 2" not in nbformat.writes(ex)
+    assert nbformat.read(sol, as_version=4).cells[2].source == HIDDEN_CHECK   # the solution keeps them
+    # the released checksum is that of the visible cell (what a student's unchanged cell hashes to);
+    # the gradebook's, of the full cell, differs, so autograding restores the hidden tests (OverwriteCells)
+    from nbgrader.utils import compute_checksum
+    assert ex.cells[2].metadata.nbgrader["checksum"] == compute_checksum(ex.cells[2]) != compute_checksum(nb.cells[2])
+    assert mx.generate(tmp_path / "solutions", tmp_path / "exercises", check=True) == []
+
+
+def test_hidden_tests_outside_a_check_or_unbalanced_are_reported():
+    cells = [_cell("markdown", "## Part 1"),
+             _cell("code", "### BEGIN SOLUTION\nx = 2\n### END SOLUTION"),
+             _cell("code", "y = x\n### BEGIN HIDDEN TESTS\nz = 1\n### END HIDDEN TESTS"),
+             _cell("code", "# Checks for part 1\n### BEGIN HIDDEN TESTS\nassert x == 2, 'part 1: hint'")]
+    problems = "\n".join(nm.validate({"cells": cells}, "nb"))
+    assert "nb, cell 2: '### BEGIN HIDDEN TESTS' in a cell that is not a check" in problems
+    assert "nb, cell 3: line 2: '### BEGIN HIDDEN TESTS' is never closed by '### END HIDDEN TESTS'" in problems
+
+
 def test_a_region_outside_a_solution_cell_or_no_region_is_refused(tmp_path):
     sol = _solution(tmp_path)
     nb = nbformat.read(sol, as_version=4)

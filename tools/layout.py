@@ -23,6 +23,10 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 # contains "BEGIN SOLUTION" or "END SOLUTION" for one, and so does solution_regions().
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DELIMITERS = ("BEGIN SOLUTION", "END SOLUTION")
+# The part of a check cell that the released exercise leaves out (nbgrader's ClearHiddenTests, which reads
+# these markers the same way) and `nbgrader autograde` puts back from the gradebook (OverwriteCells).
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+HIDDEN_DELIMITERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 # The CPU reference: strict nbval compares outputs recorded on a CPU at the cpu size profile, so the
 # tests and `make outputs` hide any GPU and fix the profile (the root conftest.py, tools/execute.py).
@@ -88,23 +92,32 @@ def python_source(code: str) -> str:
     return TransformerManager().transform_cell(code)
 
 
-def solution_regions(text: str) -> list[tuple[int, int]]:
-    """(begin line, end line) of every solution region of a cell's source, lines counted from 0, read
-    as nbgrader reads them (a marker anywhere in a line); ValueError on unbalanced markers."""
+def _regions(text: str, markers: tuple[str, str], shown: tuple[str, str], kind: str) -> list[tuple[int, int]]:
     regions, begin = [], None
     for i, line in enumerate(text.split("\n")):
-        if DELIMITERS[0] in line:
+        if markers[0] in line:
             if begin is not None:
-                raise ValueError(f"line {i + 1}: '{BEGIN}' inside another solution region")
+                raise ValueError(f"line {i + 1}: '{shown[0]}' inside another {kind}")
             begin = i
-        elif DELIMITERS[1] in line:
+        elif markers[1] in line:
             if begin is None:
-                raise ValueError(f"line {i + 1}: '{END}' without a '{BEGIN}' before it")
+                raise ValueError(f"line {i + 1}: '{shown[1]}' without a '{shown[0]}' before it")
             regions.append((begin, i))
             begin = None
     if begin is not None:
-        raise ValueError(f"line {begin + 1}: '{BEGIN}' is never closed by '{END}'")
+        raise ValueError(f"line {begin + 1}: '{shown[0]}' is never closed by '{shown[1]}'")
     return regions
+
+
+def solution_regions(text: str) -> list[tuple[int, int]]:
+    """(begin line, end line) of every solution region of a cell's source, lines counted from 0, read
+    as nbgrader reads them (a marker anywhere in a line); ValueError on unbalanced markers."""
+    return _regions(text, DELIMITERS, (BEGIN, END), "solution region")
+
+
+def hidden_test_regions(text: str) -> list[tuple[int, int]]:
+    """(begin line, end line) of every hidden-tests region of a cell's source, as solution_regions()."""
+    return _regions(text, HIDDEN_DELIMITERS, (HIDDEN_BEGIN, HIDDEN_END), "hidden-tests region")
 
 
 class AsideTracker:

@@ -1,7 +1,12 @@
 """Generate the student notebooks in exercises/ from the solution notebooks in solutions/, with
 nbgrader's own preprocessors, as `nbgrader generate_assignment` releases them: LockCells,
 ClearSolutions (each `### BEGIN SOLUTION` ... `### END SOLUTION` region becomes `# YOUR CODE HERE` +
-`raise NotImplementedError()`, or `YOUR ANSWER HERE` in markdown), ClearOutput, ComputeChecksums.
+`raise NotImplementedError()`, or `YOUR ANSWER HERE` in markdown), ClearOutput, ClearHiddenTests (the
+lines from `### BEGIN HIDDEN TESTS` to `### END HIDDEN TESTS` of a check cell go, markers included),
+ComputeChecksums. generate_assignment also computes checksums before ClearHiddenTests, for the gradebook
+(SaveCells): `nbgrader autograde` sees a check cell's checksum differ from the gradebook's and puts the
+whole cell, hidden tests included, back (OverwriteCells). The release keeps only the checksums computed
+after ClearHiddenTests, which is why it comes before ComputeChecksums here.
 
 A student works in exercises/. exercises/.generated.json records a digest of the cells of every
 notebook written here: one whose cells no longer match it holds someone's work and is never
@@ -20,7 +25,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import ClearOutput, ClearSolutions, ComputeChecksums, LockCells
+from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, ComputeChecksums, LockCells
 
 from tools import layout
 
@@ -34,7 +39,7 @@ def exercise_of(solution: nbformat.NotebookNode, name: str) -> nbformat.Notebook
     if not any(layout.solution_regions(layout.source(c)) for c in nb.cells):
         raise ValueError(f"{name} has no '{layout.BEGIN}' region: nothing for a student to do")
     try:
-        for step in (LockCells(), ClearSolutions(), ClearOutput(), ComputeChecksums()):
+        for step in (LockCells(), ClearSolutions(), ClearOutput(), ClearHiddenTests(), ComputeChecksums()):
             nb, resources = step.preprocess(nb, resources)
     except (RuntimeError, KeyError) as e:
         raise ValueError(f"{name}: nbgrader cannot release it: {e} (python -m tools.nbgrader_metadata "

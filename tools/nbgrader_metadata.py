@@ -6,7 +6,10 @@ Every cell gets a role from its place and its source alone:
 - **answer**: a markdown cell with a region, graded by hand (nbgrader scores an unanswered one 0);
 - **check**: a code cell whose first line is `# Checks for part N ...`, or that comes after a region,
   asserts (`assert`, `hp.check_answer`) and reads a name a region defines, directly or through the
-  cells between; cells that only `hp.check` a measurement are the lesson's claims, not graded;
+  cells between; cells that only `hp.check` a measurement are the lesson's claims, not graded. The
+  asserts of a check that would give the answer away sit between `### BEGIN HIDDEN TESTS` and
+  `### END HIDDEN TESTS`: the exercise leaves them out, autograding puts them back; they count in the
+  cell's points like the others;
 - **text** / **code**: everything else, read-only, so that a grade depends on the solution cells only.
 Points: what a cell states (a check's comment line `# 3 points`, an answer's first line `**Answer.**
 (4 points)`), else by rule: a check 1 point for up to 2 assertions, 2 for 3 to 5, 3 for more; an
@@ -201,16 +204,23 @@ def roles(cells: list[dict], exercise: str) -> list[Role]:
 
 def validate(nb: dict, where: str = "notebook") -> list[str]:
     """What would make nbgrader or a student read the notebook wrong (its metadata being what roles()
-    gives is --check's question): unbalanced solution markers, grade_ids used twice, no check cell,
+    gives is --check's question): unbalanced solution or hidden-tests markers, hidden tests outside a
+    check cell, grade_ids used twice, no check cell,
     points or time not stated in the first cell as the metadata count them, asserts without a message."""
     problems, ids = [], {}
     cells = nb["cells"]
     expected = roles(cells, "x")
-    for i, cell in enumerate(cells):
-        try:
-            layout.solution_regions(source_of(cell))
-        except ValueError as e:
-            problems.append(f"{where}, cell {i}: {e}")
+    for i, (cell, role) in enumerate(zip(cells, expected)):
+        for regions in (layout.solution_regions, layout.hidden_test_regions):
+            try:
+                found = regions(source_of(cell))
+            except ValueError as e:
+                problems.append(f"{where}, cell {i}: {e}")
+                continue
+            if regions is layout.hidden_test_regions and found and role.role != "check":
+                problems.append(f"{where}, cell {i}: '{layout.HIDDEN_BEGIN}' in a cell that is not a check "
+                                "(nbgrader keeps hidden tests only in graded check cells); start the cell with "
+                                "'# Checks for part N' or move the region into the part's check cell")
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if gid in ids:
             problems.append(f"{where}, cell {i}: grade_id {gid!r} is also the id of cell {ids[gid]}")

@@ -5,7 +5,8 @@ notebooks with their committed metadata, then nbgrader's own command line runs i
 instructor would run it: generate_assignment (every release must be, byte for byte, the notebook
 `make exercises` writes); three students hand in the solution, the
 released notebook unchanged, and the released notebook with only its first part solved; autograde
-gives full marks, 0 without a crash, and partial marks; generate_feedback writes their HTML.
+gives full marks, 0 without a crash, and partial marks, with the hidden tests of the check cells
+(absent from the release) back in the graded notebooks; generate_feedback writes their HTML.
 
 By default three short assignments are graded (one common/, one pytorch/, one jax/):
 NBGRADER_ASSIGNMENTS=all grades all of them, NBGRADER_ASSIGNMENTS=ex08,ex02-jax a selection. The
@@ -207,6 +208,12 @@ def test_autograding_full_empty_and_partial_submissions(course, assignment):
     partial = grades["partial"]
     assert all(partial[c]["auto"] == checks[c] for c in checks if c.split("-")[1] == part)
     assert 0 < code_score("partial") < code_score("full") == sum(checks.values())
+    # The release leaves hidden tests out of its check cells; autograding ran every check as the
+    # solution has it, hidden tests included (OverwriteCells took them from the gradebook).
+    graded = nbformat.read(course.root / "autograded" / "full" / assignment / source.name, as_version=4)
+    solution = {c.metadata.nbgrader.grade_id: c.source for c in nbformat.read(source, as_version=4).cells}
+    assert {gid: solution[gid] for gid in checks} == {c.metadata.nbgrader.grade_id: c.source for c in graded.cells
+                                                      if c.metadata.nbgrader.get("grade_id") in checks}
     assert {a for a in answers if partial[a]["manual"]} == {a for a in answers if a.split("-")[1] == part}
     for student in STUDENTS:
         html = course.root / "feedback" / student / assignment / (source.stem + ".html")
