@@ -59,8 +59,9 @@ def _shard(n: int, n_devices: int) -> int:
 
 
 def zero_bytes(n_params: int, n_devices: int, stage: int, precision: str = "fp32") -> DeviceBytes:
-    """Per-device bytes of parameters, gradients and Adam state at a ZeRO stage: fp32 16P (stage 0),
-    8P + 8P/N (1), 4P + 12P/N (2), 16P/N (3); the largest shard when N does not divide P."""
+    """Per-device bytes of parameters, gradients and Adam state at a ZeRO stage (0 to 3) on
+    `n_devices`, with the bytes per parameter of `precision` (PRECISIONS); the largest shard when
+    the devices do not divide the parameters evenly."""
     _check(n_params, n_devices, stage, precision)
     w, g, s = PRECISIONS[precision]
     shard = _shard(int(n_params), int(n_devices))
