@@ -137,8 +137,10 @@ class MemoryTracker(TorchDispatchMode):
     ordinary backward runs with grad mode off); temporaries (whatever else backward or the optimizer
     allocates that is neither a gradient nor optimizer state).
 
-    Pass the model, optimizer and inputs that exist before tracking starts so their storage is
-    counted (and labelled); everything operators allocate inside is tracked automatically. The
+    Pass the model, optimizer and inputs (a tensor, a dict or a tuple of tensors) that exist before
+    tracking starts so their storage is counted (and labelled); everything operators allocate inside
+    is tracked automatically. A tensor subclass that wraps others (a DTensor: one rank's shard of a
+    sharded tensor) is counted by the storage of what it wraps. The
     optimizer may be a list of optimizers, e.g. one per parameter stepped from a
     post-accumulate-grad hook inside backward (the optimizer fused into backward): each step is
     booked as the optimizer phase, and the gradients it reads are labelled just before it."""
