@@ -53,7 +53,7 @@ def _storages(t: torch.Tensor) -> list[torch.UntypedStorage]:
     return [t.untyped_storage()]
 
 
-def input_tensors(inputs: Any, what: str = "inputs") -> tuple[torch.Tensor, ...]:
+def _batch_tensors(inputs: Any, what: str = "inputs") -> tuple[torch.Tensor, ...]:
     """The tensors of a batch given as one tensor, a dict of tensors (keyword inputs, as a Hugging
     Face model takes them), or a tuple or list of tensors (nested ones too); a TypeError naming
     what was given otherwise."""
@@ -71,7 +71,7 @@ def input_tensors(inputs: Any, what: str = "inputs") -> tuple[torch.Tensor, ...]
         if not isinstance(v, (torch.Tensor, Mapping, tuple, list)):
             raise TypeError(f"{what}{key} is a {type(v).__name__}, not a tensor: pass only the batch's "
                             "tensors (a tensor, a dict of tensors or a tuple of tensors)")
-        out += input_tensors(v, f"{what}{key}")
+        out += _batch_tensors(v, f"{what}{key}")
     return tuple(out)
 
 
@@ -149,7 +149,7 @@ class MemoryTracker(TorchDispatchMode):
                  optimizer: torch.optim.Optimizer | Iterable[torch.optim.Optimizer] | None = None,
                  inputs: Any = ()) -> None:
         super().__init__()
-        self.model, self.optimizer, self.inputs = model, optimizer, input_tensors(inputs)
+        self.model, self.optimizer, self.inputs = model, optimizer, _batch_tensors(inputs)
         self.optimizers = (() if optimizer is None else (optimizer,)
                            if isinstance(optimizer, torch.optim.Optimizer) else tuple(optimizer))
         self.trace = MemoryTrace()
@@ -325,13 +325,13 @@ class Workload:
                             f"{type(self.step).__name__}")
         if self.model is not None and not isinstance(self.model, torch.nn.Module):
             raise TypeError(f"Workload's model must be a torch.nn.Module (or None), got {type(self.model).__name__}")
-        input_tensors(self.inputs, "Workload inputs")
+        _batch_tensors(self.inputs, "Workload inputs")
 
 
 def _device_of(work: Workload) -> torch.device:
     """The device of the workload's first parameter, else of its first input, else the CPU."""
     params = list(work.model.parameters()) if work.model is not None else []
-    for t in params + list(input_tensors(work.inputs)):
+    for t in params + list(_batch_tensors(work.inputs)):
         return t.device
     return torch.device("cpu")
 
@@ -433,7 +433,7 @@ def _real_tensor(work: Workload) -> str | None:
         for name, t in [*work.model.named_parameters(), *work.model.named_buffers()]:
             if real(t):
                 return f"the model's {name!r}"
-    if any(real(t) for t in input_tensors(work.inputs)):
+    if any(real(t) for t in _batch_tensors(work.inputs)):
         return "the batch (inputs)"
     optimizers = (() if work.optimizer is None else (work.optimizer,)
                   if isinstance(work.optimizer, torch.optim.Optimizer) else tuple(work.optimizer))
