@@ -48,12 +48,13 @@ def gpt2_workload(warm: bool = True) -> hp.Workload:
 
 
 def test_gpt2_with_a_dict_batch_is_predicted_to_the_byte():
-    measured = hp.measure_memory(gpt2_workload(warm=False), steps=2)
+    work = gpt2_workload(warm=False)
+    measured = hp.measure_memory(work, steps=2)
     predicted = hp.predict_memory(lambda: gpt2_workload(warm=False), steps=2)
     assert predicted.peak == measured.peak and predicted.peak_breakdown == measured.peak_breakdown
     assert predicted.peak_phase == measured.peak_phase == "backward"
     assert predicted.trace.totals()[-1] == measured.trace.totals()[-1]   # what the steps leave behind
-    P = sum(p.numel() for p in gpt2_workload(warm=False).model.parameters())
+    P = sum(p.numel() for p in work.model.parameters())
     assert measured.peak_breakdown["parameters"] == 4 * P          # the tied embedding counted once
     assert measured.peak_breakdown["inputs"] == BATCH * T * 8      # labels is input_ids: one storage
     assert measured.new_optimizer_state == 0 and measured.peak_breakdown["optimizer state"] > 8 * P
