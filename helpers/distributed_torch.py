@@ -223,8 +223,9 @@ def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch
     """The least and the greatest of `steps` steps' peaks of live tensor storage ('peak', 'peak_max'),
     the least step's phase ('peak_phase': forward, backward or optimizer) and what was live then, by
     kind ('at_peak'): the course's tracker (hp.measure_memory) for DDP and ZeRO-1, torch's
-    FSDPMemTracker for FSDP2 (the course's tracker does not look inside the DTensors FSDP2 makes of
-    its parameters). Under DDP, also the peak of one more step by torch's MemTracker
+    FSDPMemTracker for FSDP2 (the course's tracker books FSDP2's DTensors at this rank's shard, but
+    does not follow UntypedStorage.resize_, by which FSDP2 frees and regrows its gathered
+    parameters, nor name FSDP2's buffers). Under DDP, also the peak of one more step by torch's MemTracker
     ('peak_memtracker'), to compare the two."""
     # Both, for every engine: gloo runs collectives on threads of its own, which may let go of a
     # finished collective's buffer a moment after the call returns, so on a loaded machine a step can

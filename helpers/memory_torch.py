@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves, tree_map_only
 from torch.utils.weak import WeakIdKeyDictionary
 
@@ -39,6 +40,39 @@ PROFILER_CATEGORIES = {"parameters": ("PARAMETER",), "gradients": ("GRADIENT",),
                        "cast copies": ("ACTIVATION",), "activations": ("ACTIVATION",),
                        "recomputed": ("TEMPORARY", "AUTOGRAD_DETAIL"),
                        "temporaries": ("TEMPORARY", "AUTOGRAD_DETAIL")}
+
+
+def _storages(t: torch.Tensor) -> list[torch.UntypedStorage]:
+    """The storage that holds a tensor's data. A wrapper subclass (a DTensor of FSDP2, ...) owns none
+    of its own (its untyped_storage() would stand for the whole, global tensor): what it holds is
+    its inner tensors' storage, e.g. this rank's shard of a DTensor."""
+    if is_traceable_wrapper_subclass(t):
+        names, _ = t.__tensor_flatten__()
+        inner = [getattr(t, name) for name in names]
+        return [st for x in inner if isinstance(x, torch.Tensor) for st in _storages(x)]
+    return [t.untyped_storage()]
+
+
+def _batch_tensors(inputs: Any, what: str = "inputs") -> tuple[torch.Tensor, ...]:
+    """The tensors of a batch given as one tensor, a dict of tensors (keyword inputs, as a Hugging
+    Face model takes them), or a tuple or list of tensors (nested ones too); a TypeError naming
+    what was given otherwise."""
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,)
+    if isinstance(inputs, Mapping):
+        items = [(f"[{k!r}]", v) for k, v in inputs.items()]
+    elif isinstance(inputs, (tuple, list)):
+        items = [(f"[{i}]", v) for i, v in enumerate(inputs)]
+    else:
+        raise TypeError(f"{what} must be the batch's tensors: a tensor, a dict of tensors (keyword "
+                        f"inputs) or a tuple of tensors; got {type(inputs).__name__}")
+    out: list[torch.Tensor] = []
+    for key, v in items:
+        if not isinstance(v, (torch.Tensor, Mapping, tuple, list)):
+            raise TypeError(f"{what}{key} is a {type(v).__name__}, not a tensor: pass only the batch's "
+                            "tensors (a tensor, a dict of tensors or a tuple of tensors)")
+        out += _batch_tensors(v, f"{what}{key}")
+    return tuple(out)
 
 
 class _Record:
@@ -103,17 +137,19 @@ class MemoryTracker(TorchDispatchMode):
     ordinary backward runs with grad mode off); temporaries (whatever else backward or the optimizer
     allocates that is neither a gradient nor optimizer state).
 
-    Pass the model, optimizer and inputs that exist before tracking starts so their storage is
-    counted (and labelled); everything operators allocate inside is tracked automatically. The
+    Pass the model, optimizer and inputs (a tensor, a dict or a tuple of tensors) that exist before
+    tracking starts so their storage is counted (and labelled); everything operators allocate inside
+    is tracked automatically. A tensor subclass that wraps others (a DTensor: one rank's shard of a
+    sharded tensor) is counted by the storage of what it wraps. The
     optimizer may be a list of optimizers, e.g. one per parameter stepped from a
     post-accumulate-grad hook inside backward (the optimizer fused into backward): each step is
     booked as the optimizer phase, and the gradients it reads are labelled just before it."""
 
     def __init__(self, model: torch.nn.Module | None = None,
                  optimizer: torch.optim.Optimizer | Iterable[torch.optim.Optimizer] | None = None,
-                 inputs: Iterable[torch.Tensor] = ()) -> None:
+                 inputs: Any = ()) -> None:
         super().__init__()
-        self.model, self.optimizer, self.inputs = model, optimizer, tuple(inputs)
+        self.model, self.optimizer, self.inputs = model, optimizer, _batch_tensors(inputs)
         self.optimizers = (() if optimizer is None else (optimizer,)
                            if isinstance(optimizer, torch.optim.Optimizer) else tuple(optimizer))
         self.trace = MemoryTrace()
@@ -125,7 +161,10 @@ class MemoryTracker(TorchDispatchMode):
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _record(self, t: torch.Tensor, category: str | None = None, phase: str | None = None) -> None:
-        st = t.untyped_storage()
+        for st in _storages(t):
+            self._record_storage(st, category, phase)
+
+    def _record_storage(self, st: torch.UntypedStorage, category: str | None, phase: str | None) -> None:
         entry = self._seen.get(st)
         if entry is not None:
             if category is not None:
@@ -211,18 +250,19 @@ class MemoryTracker(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         # An output that shares storage with an input (a view, an in-place result) allocated nothing,
         # even when that storage was never tracked (a tensor made before tracking started).
-        shared = {t.untyped_storage()._cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        shared = {st._cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) for st in _storages(t)}
 
         # A dtype conversion of a parameter (autocast's weight copies, or .to()) is a cast copy.
         cast = None
         if func is torch.ops.aten._to_copy.default and isinstance(args[0], torch.Tensor):
-            source = self._seen.get(args[0].untyped_storage())
-            if source is not None and source[0].category == "parameters":
+            sources = [self._seen.get(st) for st in _storages(args[0])]
+            if any(s is not None and s[0].category == "parameters" for s in sources):
                 cast = "cast copies"
 
         def record_new(t: torch.Tensor) -> None:
-            if t.untyped_storage()._cdata not in shared:
-                self._record(t, cast)
+            for st in _storages(t):
+                if st._cdata not in shared:
+                    self._record_storage(st, cast, None)
 
         tree_map_only(torch.Tensor, record_new, out)
         return out
@@ -241,6 +281,20 @@ class MemoryReport:
     cuda_allocated: int | None = None
     cuda_reserved: int | None = None
     predicted: bool = False
+    # Bytes of optimizer state that the last measured step created and kept (Adam and AdamW make
+    # their moments in their first step, after its forward and backward passes): no measured step
+    # started with that state, so the peak may be below a steady step's. 0 when every measured step
+    # ran with the state it keeps, e.g. with steps >= 2.
+    new_optimizer_state: int = 0
+
+    @property
+    def warning(self) -> str | None:
+        """What makes this peak lower than a steady step's, and what to do; None when nothing does."""
+        if not self.new_optimizer_state:
+            return None
+        return (f"warning: the last measured step created {fmt_bytes(self.new_optimizer_state)} of optimizer "
+                "state (as Adam does in its first step), so no measured step started with it and this peak "
+                "may be below a steady step's: measure with steps >= 2")
 
     def __str__(self) -> str:
         kind = "predicted" if self.predicted else "measured"
@@ -249,25 +303,50 @@ class MemoryReport:
         if self.cuda_allocated is not None:
             lines.append(f"torch.cuda peak: {fmt_bytes(self.cuda_allocated)} allocated, "
                          f"{fmt_bytes(self.cuda_reserved or 0)} reserved")
+        if self.warning:
+            lines.append(self.warning)
         return "\n".join(lines)
 
 
 @dataclass
 class Workload:
-    """A training step and the objects whose memory it uses."""
+    """A training step and the objects whose memory it uses. `inputs` is the batch the step reads:
+    a tensor, a dict of tensors (keyword inputs, e.g. a Hugging Face model's input_ids and labels)
+    or a tuple of tensors."""
 
     step: Callable[[], Any]
     model: torch.nn.Module | None = None
     optimizer: torch.optim.Optimizer | list[torch.optim.Optimizer] | None = None  # a list: one per hook
-    inputs: tuple[torch.Tensor, ...] = ()
+    inputs: Any = ()
+
+    def __post_init__(self) -> None:
+        if not callable(self.step):
+            raise TypeError(f"Workload's step must be a function that runs one training step, got "
+                            f"{type(self.step).__name__}")
+        if self.model is not None and not isinstance(self.model, torch.nn.Module):
+            raise TypeError(f"Workload's model must be a torch.nn.Module (or None), got {type(self.model).__name__}")
+        _batch_tensors(self.inputs, "Workload inputs")
 
 
 def _device_of(work: Workload) -> torch.device:
     """The device of the workload's first parameter, else of its first input, else the CPU."""
     params = list(work.model.parameters()) if work.model is not None else []
-    for t in params + [x for x in work.inputs if isinstance(x, torch.Tensor)]:
+    for t in params + list(_batch_tensors(work.inputs)):
         return t.device
     return torch.device("cpu")
+
+
+def _new_optimizer_state(trace: MemoryTrace) -> int:
+    """Bytes of optimizer state allocated during the last measured step and alive at its end."""
+    start = trace.marks[-1][0] if trace.marks else 0
+    kept: dict[int, int] = {}
+    for sign, rec in trace.events[start:]:
+        if rec.category == "optimizer state":
+            if sign > 0:
+                kept[id(rec)] = rec.nbytes
+            else:
+                kept.pop(id(rec), None)
+    return sum(kept.values())
 
 
 def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) -> MemoryReport:
@@ -301,7 +380,7 @@ def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) 
     report = MemoryReport(
         device=str(device), peak=trace.totals()[i],
         peak_breakdown=breakdown, peak_phase=trace.events[i][1].phase, trace=trace,
-        predicted=_predicted)
+        predicted=_predicted, new_optimizer_state=_new_optimizer_state(trace))
     if on_cuda:
         torch.cuda.synchronize(device)
         first = trace.marks[0][0]  # the events before it are the workload's storage at the start
@@ -322,4 +401,43 @@ def predict_memory(setup: Callable[[], Workload], steps: int = 1) -> MemoryRepor
                         "inputs, step) so it can be built again with fake tensors")
     with FakeTensorMode():
         work = setup()
-        return measure_memory(work, steps, _predicted=True)
+        if not isinstance(work, Workload):
+            raise TypeError(f"predict_memory's setup must return a hp.Workload, got {type(work).__name__}")
+        real = _real_tensor(work)
+        if real:
+            raise RuntimeError(_BUILT_OUTSIDE.format(what=real))
+        try:
+            return measure_memory(work, steps, _predicted=True)
+        except AssertionError as exc:  # FakeTensorMode's own words for a real tensor met in an operator
+            if "convert all Tensors to FakeTensors" not in str(exc):
+                raise
+            raise RuntimeError(_BUILT_OUTSIDE.format(what="a tensor the step uses")) from exc
+
+
+_BUILT_OUTSIDE = ("predict_memory: {what} was made outside setup(), with real data; build the model, "
+                  "optimizer and batch inside the setup function you pass (e.g. "
+                  "hp.predict_memory(lambda: make_workload())), so that they are made as fake tensors")
+
+
+def _real_tensor(work: Workload) -> str | None:
+    """A description of the first tensor of the workload that is not a fake tensor, or None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def real(t: torch.Tensor) -> bool:
+        if is_traceable_wrapper_subclass(t):
+            names, _ = t.__tensor_flatten__()
+            return any(real(x) for x in (getattr(t, n) for n in names) if isinstance(x, torch.Tensor))
+        return not isinstance(t, FakeTensor)
+
+    if work.model is not None:
+        for name, t in [*work.model.named_parameters(), *work.model.named_buffers()]:
+            if real(t):
+                return f"the model's {name!r}"
+    if any(real(t) for t in _batch_tensors(work.inputs)):
+        return "the batch (inputs)"
+    optimizers = (() if work.optimizer is None else (work.optimizer,)
+                  if isinstance(work.optimizer, torch.optim.Optimizer) else tuple(work.optimizer))
+    for opt in optimizers:
+        if any(real(v) for state in opt.state.values() for v in state.values() if isinstance(v, torch.Tensor)):
+            return "the optimizer's state"
+    return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -37,15 +37,17 @@ def _dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _watch_casts(params: Iterable[Any], inputs: Iterable[Any]):
+def _watch_casts(params: Iterable[Any], inputs: Any):
     """A dispatch mode that records the cast copies made of parameters and inputs, and the origin
     of the original storages. Both are keyed by storage identity (weakly, as in memory_torch), not
     by address: a freed copy's address can be reused by an activation, which must not inherit the
     copy's label."""
+    from .memory_torch import _batch_tensors
+
     origin = WeakIdKeyDictionary()
     for p in params:
         origin[p.untyped_storage()] = "parameter"
-    for x in inputs:
+    for x in _batch_tensors(inputs):  # a tensor, a dict (keyword inputs) or a tuple of them
         origin[x.untyped_storage()] = "input"
 
     class _WatchCasts(TorchDispatchMode):
@@ -70,7 +72,7 @@ def _watch_casts(params: Iterable[Any], inputs: Iterable[Any]):
 
 
 def copies_made(forward: Callable[[], Any], params: Iterable[Any],
-                inputs: Iterable[Any] = ()) -> dict[str, int]:
+                inputs: Any = ()) -> dict[str, int]:
     """Run forward() and total the bytes of the cast copies it makes of parameters ('weight
     copy') and of inputs ('input copy'), whether or not the backward pass keeps them."""
     mode, _ = _watch_casts(params, inputs)
@@ -80,7 +82,7 @@ def copies_made(forward: Callable[[], Any], params: Iterable[Any],
 
 
 def saved_for_backward(forward: Callable[[], Any], params: Iterable[Any],
-                       inputs: Iterable[Any] = ()) -> list[SavedTensor]:
+                       inputs: Any = ()) -> list[SavedTensor]:
     """Run forward() and list the storages autograd saves for backward, once each, labelled:
     a parameter or input saved as is, a cast copy of one (made by autocast or .to()), or an
     activation (anything else the forward computed)."""
@@ -111,7 +113,7 @@ def bytes_by_kind(saved: Iterable[SavedTensor]) -> dict[str, int]:
     return totals
 
 
-def held_bytes(forward: Callable[[], Any], model: Any = None, inputs: Sequence[Any] = ()) -> int:
+def held_bytes(forward: Callable[[], Any], model: Any = None, inputs: Any = ()) -> int:
     """Bytes of tensor storage that forward() allocates and that are still alive once it returns
     (what autograd keeps for backward, plus the result), counted by hp.MemoryTracker; pass the
     model and inputs so views of their storage are not counted as new."""

@@ -1,5 +1,5 @@
-"""Rank workers for tests/test_sharding_torch.py: importable functions (spawned ranks import their
-function by name), kept out of the helpers package because only the tests of launch() use them."""
+"""Rank workers for tests/test_sharding_torch.py and tests/test_memory_torch.py: importable functions
+(spawned ranks import their function by name), kept out of the helpers package because only tests use them."""
 
 import os
 import time
@@ -24,3 +24,42 @@ def pid_of_rank(rank: int, world: int, seconds: float = 0.0) -> int:
     """Worker for testing launch(): sleep, then return this rank's process id."""
     time.sleep(seconds)
     return os.getpid()
+
+
+def fsdp2_step_memory(rank: int, world: int, width: int, depth: int, batch: int) -> dict:
+    """Worker for tests/test_memory_torch.py: one FSDP2 Adam step of an MLP (every Linear sharded),
+    its state made by a step before, measured by the course's tracker (hp.measure_memory) and by
+    torch's FSDPMemTracker; returns both peaks' breakdowns and this rank's shard bytes."""
+    import torch
+    from torch import nn
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed.fsdp import fully_shard
+
+    import helpers as hp
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(width, width), nn.Tanh())])
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(batch // world, width, generator=torch.Generator().manual_seed(rank))
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=False)
+        model(x).pow(2).mean().backward()
+        opt.step()
+
+    step()  # Adam's state and the gradients exist before either measurement
+    ours = hp.measure_memory(hp.Workload(step, model, opt, x))
+    tracker = FSDPMemTracker(model, opt)
+    tracker.track_inputs((x,))
+    with tracker:
+        step()
+    (theirs,) = tracker.get_tracker_snapshot("peak").values()
+    local = [p.to_local() for p in model.parameters()]
+    return {"ours": ours.peak_breakdown, "ours_peak": ours.peak,
+            "theirs": {getattr(k, "value", k): v for k, v in theirs.items()},
+            "local_parameters": sum(t.untyped_storage().nbytes() for t in local),
+            "global_parameters": sum(p.numel() * p.element_size() for p in model.parameters())}

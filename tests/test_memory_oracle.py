@@ -20,6 +20,12 @@ Adam, its optimizer state already made) is measured by both, and at each one's p
   TEMPORARY + AUTOGRAD_DETAIL (the profiler files everything backward allocates there, a
   checkpoint's rerun included).
 
+What holds on any model is the sums, not every category: on a Hugging Face GPT-2
+(tests/test_memory_hf.py) the profiler files some forward tensors under INPUT by data flow, so
+there parameters, gradients and optimizer state agree exactly, inputs + cast copies + activations
+is the profiler's INPUT + ACTIVATION less what only the profiler sees (at most 64 bytes there), and
+recomputed + temporaries is its TEMPORARY + AUTOGRAD_DETAIL exactly.
+
 On CUDA (the `gpu` marker, skipped here) the oracle is the caching allocator's
 torch.cuda.max_memory_allocated: it rounds every block up to 512 bytes and counts what no tensor
 owns, so the bound is relative: within 2% of the allocator's peak for a step of ~40 MB.

@@ -239,3 +239,99 @@ def test_hooked_optimizers_predict_what_they_measure():
     measured = hp.measure_memory(_hooked_adam_workload(), steps=2)
     predicted = hp.predict_memory(_hooked_adam_workload, steps=2)
     assert predicted.peak == measured.peak and predicted.peak_breakdown == measured.peak_breakdown
+
+
+# -- a real step's ways: batches as dicts, lazy optimizer state, fake tensors, DTensors ----------------
+
+def _adamw_workload(batch_as: str = "tuple", warm: bool = False):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 8))
+    X, y = torch.randn(512, 64), torch.randn(512, 8)   # activations outweigh the weights: the peak is in backward
+    opt = torch.optim.AdamW(net.parameters())
+    batch = {"tensor": X, "dict": {"x": X, "target": y}, "tuple": (X, y)}[batch_as]
+
+    def step():
+        x, target = (batch, y) if batch_as == "tensor" else (batch["x"], batch["target"]) if batch_as == "dict" else batch
+        opt.zero_grad(set_to_none=True)
+        (net(x) - target).square().mean().backward()
+        opt.step()
+
+    if warm:
+        step()
+    return hp.Workload(step, net, opt, batch)
+
+
+def test_a_batch_may_be_a_tensor_a_dict_of_tensors_or_a_tuple():
+    reports = {b: hp.measure_memory(_adamw_workload(b, warm=True)) for b in ("tensor", "dict", "tuple")}
+    assert reports["tensor"].peak_breakdown["inputs"] == 512 * 64 * 4
+    assert reports["dict"].peak_breakdown["inputs"] == reports["tuple"].peak_breakdown["inputs"] == 512 * (64 + 8) * 4
+    assert reports["dict"].trace.totals() == reports["tuple"].trace.totals()
+    # the tracker takes the same batches (a dict's values, never its keys)
+    with hp.MemoryTracker(inputs={"input_ids": torch.zeros(4, 8, dtype=torch.long)}) as tracker:
+        pass
+    assert tracker.trace.totals() == [4 * 8 * 8]
+
+
+def test_a_batch_of_anything_else_is_refused_naming_what_it_got():
+    step, X = (lambda: None), torch.zeros(2)
+    with pytest.raises(TypeError, match=r"inputs must be the batch's tensors: a tensor, a dict of tensors .* got str"):
+        hp.Workload(step, None, None, "input_ids")
+    with pytest.raises(TypeError, match=r"Workload inputs\['mask'\] is a int, not a tensor"):
+        hp.Workload(step, None, None, {"ids": X, "mask": 1})
+    with pytest.raises(TypeError, match=r"Workload inputs\[1\] is a ndarray, not a tensor"):
+        hp.Workload(step, None, None, (X, X.numpy()))
+    with pytest.raises(TypeError, match="step must be a function"):
+        hp.Workload(None, None, None, X)  # type: ignore[arg-type]
+
+
+def test_a_step_that_creates_adams_state_is_flagged_as_a_low_first_step():
+    first = hp.measure_memory(_adamw_workload())          # AdamW makes its moments in its first step
+    work = _adamw_workload()
+    P, tensors = sum(p.numel() for p in work.model.parameters()), len(list(work.model.parameters()))
+    assert first.new_optimizer_state == 8 * P + 4 * tensors
+    assert "steps >= 2" in first.warning and first.warning in str(first)
+    # the first step peaks in backward, before the state exists; the second starts with it, and its
+    # peak (at the same point) is higher by exactly that state
+    two = hp.measure_memory(_adamw_workload(), steps=2)
+    assert two.new_optimizer_state == 0 and two.warning is None and "warning" not in str(two)
+    assert first.peak_phase == two.peak_phase == "backward" and first.peak_breakdown["optimizer state"] == 0
+    assert two.peak - first.peak == two.peak_breakdown["optimizer state"] == 8 * P + 4 * tensors
+    warm = hp.measure_memory(_adamw_workload(warm=True))   # a step before the measurement does as well
+    assert warm.new_optimizer_state == 0 and warm.peak == two.peak
+    predicted = hp.predict_memory(_adamw_workload)       # the prediction says so too
+    assert predicted.new_optimizer_state == first.new_optimizer_state and predicted.peak == first.peak
+
+
+def test_a_model_built_outside_setup_is_explained_in_one_line():
+    work = _adamw_workload()
+    with pytest.raises(RuntimeError, match=r"^predict_memory: the model's '0.weight' was made outside setup\(\), "
+                                           r"with real data; build the model, optimizer and batch inside the setup"):
+        hp.predict_memory(lambda: work)
+    X = torch.randn(4, 64)   # a real tensor the step reads, though the workload names none
+    with pytest.raises(RuntimeError, match=r"a tensor the step uses was made outside setup\(\)") as caught:
+        hp.predict_memory(lambda: hp.Workload(lambda: (X * 2).sum()))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(TypeError, match="setup must return a hp.Workload, got tuple"):
+        hp.predict_memory(lambda: (work.step, work.model))
+
+
+def test_fsdp2_dtensors_are_booked_at_their_local_shard():
+    """A 2-rank FSDP2 Adam step (gloo, CPU): the parameters, gradients and Adam state FSDP2 keeps as
+    DTensors are booked at this rank's shard, as torch's FSDPMemTracker books them and as
+    hp.zero_bytes(P, 2, 3) counts them, not at their global size. The peaks' totals are not compared:
+    the course's tracker does not follow UntypedStorage.resize_, by which FSDP2 frees and regrows its
+    gathered parameters (FSDPMemTracker does), so its all-gather and reduce-scatter buffers differ."""
+    import rank_workers as W  # tests/rank_workers.py
+
+    width, depth, n = 64, 2, 2
+    P = depth * (width * width + width)
+    ranks = hp.launch(W.fsdp2_step_memory, n, width, depth, 8, backend="gloo", timeout=300)
+    want = hp.zero_bytes(P, n, 3)
+    for r in ranks:
+        ours, theirs = r["ours"], r["theirs"]
+        assert r["local_parameters"] == want.parameters == r["global_parameters"] // n
+        assert ours["parameters"] == theirs["Sharded Param"] == want.parameters
+        assert ours["gradients"] == theirs["Sharded Grad"] == want.gradients
+        # Adam's moments, plus its 4-byte step counter per parameter tensor
+        assert ours["optimizer state"] == theirs["OptState"] == want.optimizer + 4 * 2 * depth
+        assert ours["inputs"] == theirs["Inputs"] and ours["activations"] == theirs["Activation"]

@@ -201,3 +201,11 @@ def test_copies_made_counts_a_copy_made_where_a_freed_one_was():
         return *addresses, made
 
     assert _until_an_address_is_reused(attempt) == {"weight copy": 0, "input copy": 2 * 2048}
+
+
+def test_saved_tensors_take_a_batch_given_as_a_dict_or_a_tensor():
+    net, x = _mlp(), torch.randn(5, 8)
+    by_tuple = bytes_by_kind(saved_for_backward(lambda: net(x).sum(), net.parameters(), (x,)))
+    assert bytes_by_kind(saved_for_backward(lambda: net(x).sum(), net.parameters(), {"x": x})) == by_tuple
+    assert bytes_by_kind(saved_for_backward(lambda: net(x).sum(), net.parameters(), x)) == by_tuple
+    assert {s.kind for s in saved_for_backward(lambda: net(x).sum(), net.parameters(), {"x": x})} >= {"input"}
