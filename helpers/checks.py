@@ -101,6 +101,56 @@ def check_answer(name: str, value: object, digest: str, hint: str = "") -> None:
     print(f"check passed: {name}")
 
 
+def _code_names(code: object) -> set[str]:
+    """The global names a code object and the code nested in it (lambdas, inner functions) read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _code_names(const)
+    return names
+
+
+def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0) -> str | None:
+    """The name of a blocked helper that `obj` is or keeps out of the modules' namespaces: a partial's
+    function, a container's item, or, for a function of one's own, its defaults, closure cells and the
+    globals it reads (recursively); else None. Modules are left out: run() patches their namespaces."""
+    if id(obj) in blocked:
+        return blocked[id(obj)]
+    if depth > 6 or id(obj) in seen or isinstance(obj, (type(sys), type, str, bytes, int, float)):
+        return None
+    seen.add(id(obj))
+    inner: list[object] = []
+    if isinstance(obj, functools.partial):
+        inner = [obj.func, *obj.args, *obj.keywords.values()]
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        inner = list(obj)
+    elif isinstance(obj, dict):
+        inner = list(obj.values())
+    elif hasattr(obj, "__func__"):  # a bound method
+        inner = [obj.__func__, obj.__self__]
+    elif hasattr(obj, "__code__") and not getattr(obj, "__module__", "").startswith(__name__.rpartition(".")[0]):
+        space = getattr(obj, "__globals__", {})
+        inner = [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
+                 *_cells(obj),
+                 *(space[n] for n in _code_names(obj.__code__) if n in space)]
+    for item in inner:
+        found = _holds(item, blocked, seen, depth + 1)
+        if found:
+            return found
+    return None
+
+
+def _cells(fn: object) -> list[object]:
+    """The contents of a function's closure cells, leaving out a cell still empty."""
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:
+            pass
+    return out
+
+
 def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable:
     """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
     WrongAnswer(part, hint): a check runs a student's function with the helper that answers the part
@@ -116,6 +166,10 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
 
     @functools.wraps(fn)
     def run(*args: object, **kwargs: object) -> object:
+        held = _holds(fn, blocked, set())  # a helper kept where no namespace patch reaches it
+        if held:
+            raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure or a "
+                              f"container), the course's helper that answers this part. Hint: {hint}")
         # every namespace the function could reach a helper through: its own globals and the helpers' modules
         spaces = [getattr(fn, "__globals__", {})] + [vars(m) for n, m in list(sys.modules.items())
                                                      if m is not None and (n == helpers.__name__

@@ -1,3 +1,4 @@
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,38 @@ def test_without_helpers_blocks_a_lazily_loaded_helper():
 def test_without_helpers_names_a_helper_that_does_not_exist():
     with pytest.raises(AttributeError, match="no_such_helper"):
         hp.without_helpers(_writes_it, "no_such_helper", part="p", hint="h")
+
+
+# what a namespace patch does not reach: a helper kept in a default, a closure, a partial or a container
+def _in_a_default(p, _f=hp.zero_bytes):
+    return _f(p, 2, 1).total
+
+
+def _in_a_kwdefault(p, *, _f=hp.zero_bytes):
+    return _f(p, 2, 1).total
+
+
+def _in_a_closure():
+    f = hp.zero_bytes
+    return lambda p: f(p, 2, 1).total
+
+
+_KEPT = [hp.zero_bytes]
+
+
+def _in_a_container(p):
+    return _KEPT[0](p, 2, 1).total
+
+
+def _through_a_function_of_ones_own(p):
+    return _in_a_default(p)
+
+
+@pytest.mark.parametrize("fn", [_in_a_default, _in_a_kwdefault, _in_a_closure(),
+                                functools.partial(hp.zero_bytes, n_devices=2), _in_a_container,
+                                _through_a_function_of_ones_own],
+                         ids=["default", "kwdefault", "closure", "partial", "container", "nested"])
+def test_without_helpers_refuses_a_helper_kept_out_of_the_namespaces(fn):
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code keeps hp\.zero_bytes.*Hint: write the sum"):
+        hp.without_helpers(fn, "zero_bytes", part="part 1", hint="write the sum")(10)
+    assert _in_a_default(10) == 16 * 10 - 4 * 10 and _KEPT[0] is hp.zero_bytes  # nothing was changed
