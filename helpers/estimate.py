@@ -192,7 +192,9 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
         opt = torch.optim.AdamW(model.parameters())
         for p in model.parameters():                    # the warm-up: AdamW's state exists
             p.grad = torch.zeros_like(p)
+        opt.param_groups[0]["foreach"] = True           # the same state, in fewer traced operators
         opt.step()
+        opt.param_groups[0]["foreach"] = None           # the traced step: PyTorch's default
         opt.zero_grad(set_to_none=True)
         ids = torch.zeros((micro_batch, seq), dtype=torch.long)
         batch = {"input_ids": ids, "labels": ids}
@@ -329,7 +331,7 @@ class Row:
         why = self.reason
         if self.unexplained:
             why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"
-        return f"  {self.name:<21}{closed:>12}{_mb(self.traced):>12}{_mb(self.residual):>12}  {why}{kor}"
+        return f"  {self.name:<21}{closed:>13}{_mb(self.traced):>13}{_mb(self.residual):>13}  {why}{kor}"
 
 
 def _mb(n: int) -> str:
@@ -346,9 +348,11 @@ class Ledger:
     per_sequence: list[Row]
 
     def __str__(self) -> str:
-        head = f"  {'row':<21}{'closed form':>12}{'traced':>12}{'residual':>12}  reason"
+        head = f"  {'row':<21}{'closed form':>13}{'traced':>13}{'residual':>13}  reason"
+        note = ("  (no variants traced under checkpointing: the peak moves between them, so rows do not compare)"
+                if SETTINGS[self.setting].checkpoint else "")
         return "\n".join([str(self.fit), "  -- constant part (at the peak)", head, *map(str, self.constant),
-                          "  -- per sequence", head, *map(str, self.per_sequence)])
+                          "  -- per sequence", head, *map(str, self.per_sequence)] + ([note] if note else []))
 
 
 def _variant(config, **changes):
@@ -417,6 +421,13 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
     if getattr(config, "activation_function", None) == "gelu_new":
         steps.append(("gelu_new (a Python tanh formula) keeps its intermediates for backward",
                       {"activation_function": "gelu_pytorch_tanh"}, True))
+    attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
+    if attn:
+        steps.append(("attention dropout: the CPU's SDPA then runs its math kernel, which keeps the T x T "
+                      "probabilities and dropout mask (Korthikanti's 5as/h term)", dict.fromkeys(attn, 0.0), True))
+    other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
+    if other:
+        steps.append(("the other dropouts keep a mask per value", dict.fromkeys(other, 0.0), True))
     if getattr(config, "use_cache", False) and not SETTINGS[setting].checkpoint:
         steps.append(("use_cache=True returns each block's keys and values", {"use_cache": False}, True))
     steps.append(("the step holds the output object (its logits) through backward", {}, False))
@@ -430,12 +441,14 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
         after = fit_per_sequence(_variant(config, **changes), seq, setting, hold_outputs=hold, check=False)
         for name, row in by_name.items():
             drop = before.rows_per_sequence[name] - after.rows_per_sequence[name]
-            if drop:
-                per_block = name == "activations (blocks)"
-                values = drop / (vb * seq * dims["d"] * (dims["layers"] if per_block else 1))
-                where = "per token and block" if per_block else "per token"
-                row.reason = (row.reason + "; " if row.reason else "") + \
-                    f"{reason}: {_mb(drop)} = {values:.2f}d values {where}"
+            if drop > 0:                                 # a row that grows is not explained by the change
+                if name == "activations (blocks)":
+                    size = f"{drop / (vb * seq * dims['d'] * dims['layers']):.2f}d values per token and block"
+                elif name.startswith("logits"):
+                    size = f"{drop / (seq * dims['vocab']):g} B per token and vocabulary entry"
+                else:
+                    size = f"{drop / (seq * dims['d']):.2f}d bytes per token"
+                row.reason = (row.reason + "; " if row.reason else "") + f"{reason}: {_mb(drop)} = {size}"
                 row.explained = (row.explained or 0) + drop
         before = after
 
@@ -496,11 +509,12 @@ class Ladder:
                           f"  plan: {self.plan}" if self.plan else f"  plan: {self.devices}"])
 
 
-def plan_from_traces(fits: dict[str, Fit], config: Any, global_batch: int, card_bytes: int, *,
+def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, global_batch: int, card_bytes: int, *,
                      max_accumulation: int = 64, min_micro_batch: int = 1,
                      progress: Callable[[str], None] | None = None) -> Ladder:
     """Climb accumulate -> checkpoint -> bf16 -> add devices on each setting's traced constant and
-    per-sequence bytes (fits: setting name -> Fit; fp32, fp32+ckpt, bf16+ckpt are used). A rung is a
+    per-sequence bytes (fits: setting name -> Fit, or a function that fits a setting when the ladder
+    reaches it; fp32, fp32+ckpt, bf16+ckpt are used, a missing one skipped). A rung is a
     fit only when the step traced at its micro-batch fits card_bytes and the step traced at the
     largest fitting micro-batch + 1 does not. Accumulation counts are powers of two dividing the batch."""
     config = load_config(config)
@@ -508,11 +522,12 @@ def plan_from_traces(fits: dict[str, Fit], config: Any, global_batch: int, card_
           if k <= max_accumulation and global_batch % k == 0 and global_batch // k >= min(min_micro_batch, global_batch)]
     levels = [("fp32", ()), ("fp32+ckpt", ("checkpoint",)), ("bf16+ckpt", ("checkpoint", "bf16"))]
     ladder = Ladder(None)
-    seq = next(iter(fits.values())).seq
+    get = fits if callable(fits) else fits.get
     for setting, extras in levels:
-        if setting not in fits:
+        fit = get(setting)
+        if fit is None:
             continue
-        fit = fits[setting]
+        seq = fit.seq
         if fit.per_sequence <= 0:
             raise EstimateError(f"{setting}: the traced step does not grow with the micro-batch; cannot plan on it")
         largest = max(0, (card_bytes - fit.constant) // fit.per_sequence)
@@ -544,7 +559,7 @@ def plan_from_traces(fits: dict[str, Fit], config: Any, global_batch: int, card_
         ladder.plan = Rung(rungs, setting, micro, k, largest, p_fit, p_next, card_bytes)
         return ladder
     # rung 4: devices, on the closed-form sharding arithmetic (not traced)
-    last = fits.get("bf16+ckpt") or next(iter(fits.values()))
+    last = get("bf16+ckpt") or get("fp32+ckpt") or get("fp32")
     P = _model_facts(config).params
     precision = "mixed" if last.setting.startswith("bf16") else "fp32"
     other = max(0, last.constant - zero_bytes(P, 1, 0, precision).total)
@@ -578,7 +593,9 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, required=True, help="global batch (sequences per optimizer step)")
     ap.add_argument("--card", required=True, help="memory of one device, e.g. 24GB or 80GiB")
     ap.add_argument("--settings", default=",".join(SETTINGS), help="ledgers to print (default: all)")
-    ap.add_argument("--no-explain", action="store_true", help="skip the variant traces that explain residuals")
+    ap.add_argument("--explain", default="fp32", help="settings whose residuals variant traces explain "
+                    "(default fp32; 'none' for none; each costs about 10 traces; not under checkpointing)")
+    ap.add_argument("--no-explain", action="store_true", help="same as --explain none")
     ap.add_argument("--max-layers", type=int, default=64, help="refuse to trace deeper models (default 64)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -603,19 +620,21 @@ def _main(argv: list[str] | None = None) -> int:
               f"card {fmt_bytes(card)}; AdamW, warmed up (its state exists before the traced step)")
         fits: dict[str, Fit] = {}
         for s in settings:
-            ledger = build_ledger(config, args.seq, s, explain=not args.no_explain and s == "fp32",
-                                  progress=progress)
+            explain = not args.no_explain and s in args.explain.split(",")
+            ledger = build_ledger(config, args.seq, s, explain=explain, progress=progress)
             fits[s] = ledger.fit
             print(ledger)
-        for s in ("fp32", "fp32+ckpt", "bf16+ckpt"):
-            if s not in fits:
-                fits[s] = fit_per_sequence(config, args.seq, s, progress=progress)
         from .planner import choose_interventions
         acts = gpt_activation_bytes(d=dims["d"], n_layers=dims["layers"], n_heads=dims["heads"], seq=args.seq,
                                     vocab=dims["vocab"])
         print(f"closed-form planner (hp.choose_interventions, 16d per token): "
               f"{choose_interventions(facts.params, args.batch, acts.total, card, checkpoint_activation_factor=1 / 16)}")
-        ladder = plan_from_traces(fits, config, args.batch, card, progress=progress)
+        def fit_for(s: str) -> Fit:           # a rung's setting is traced only when the ladder reaches it
+            if s not in fits:
+                fits[s] = fit_per_sequence(config, args.seq, s, check=False, progress=progress)
+            return fits[s]
+
+        ladder = plan_from_traces(fit_for, config, args.batch, card, progress=progress)
         print("planner on traced bytes:")
         print(ladder)
     except (EstimateError, RuntimeError, MemoryError) as exc:
