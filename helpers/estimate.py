@@ -298,7 +298,18 @@ def fit_per_sequence(config: Any, seq: int, setting: str = "fp32", micro_batches
         if progress:
             progress(f"tracing {setting} at micro-batch {b} ...")
         traces.append(trace_step(config, seq, b, setting, hold_outputs=hold_outputs))
+    fit = _fit(setting, seq, traces)
+    if check and not fit.affine:   # the peak may fall elsewhere at small micro-batches: fit b2, 2 b2; check 4 b2
+        if progress:
+            progress(f"not affine at b = {b1}, {b2}, {2 * b2}: tracing {setting} at micro-batch {4 * b2} ...")
+        retry = _fit(setting, seq, traces[1:] + [trace_step(config, seq, 4 * b2, setting, hold_outputs=hold_outputs)])
+        fit = retry if retry.affine else fit
+    return fit
+
+
+def _fit(setting: str, seq: int, traces: list[Traced]) -> Fit:
     t1, t2 = traces[0], traces[1]
+    b1, b2 = t1.micro_batch, t2.micro_batch
     per = (t2.peak - t1.peak) // (b2 - b1)
     r1, r2 = _rows(t1), _rows(t2)
     rows_per = {k: (r2[k] - r1[k]) // (b2 - b1) for k in r1}
@@ -351,6 +362,9 @@ class Ledger:
         head = f"  {'row':<21}{'closed form':>13}{'traced':>13}{'residual':>13}  reason"
         note = ("  (no variants traced under checkpointing: the peak moves between them, so rows do not compare)"
                 if SETTINGS[self.setting].checkpoint else "")
+        if not self.fit.affine:
+            note += ("\n  (the fit is not affine: the peak falls at a different point of the step at different "
+                     "micro-batches, so its rows are not a constant and a per-sequence part; trust the traced peaks)")
         return "\n".join([str(self.fit), "  -- constant part (at the peak)", head, *map(str, self.constant),
                           "  -- per sequence", head, *map(str, self.per_sequence)] + ([note] if note else []))
 
@@ -460,7 +474,7 @@ def _explain_logits(per: list[Row], seq: int, vocab: int, setting: str) -> None:
     vt = seq * vocab
     g = rows["logits' gradients"]
     if g.traced % (4 * vt) == 0 and g.traced:
-        g.reason, g.explained = (f"backward's gradients of the logits and of their log-softmax: "
+        g.reason, g.explained = (f"backward's logits-sized gradients (of the logits, of their log-softmax): "
                                  f"{g.traced // (4 * vt)} x V·T fp32 values"), g.traced
     elif g.traced % (2 * vt) == 0 and g.traced:
         g.reason, g.explained = (f"backward's gradients of the logits: {g.traced / (4 * vt):g} x V·T fp32 values "
