@@ -393,7 +393,7 @@ def build_ledger(config: Any, seq: int, setting: str = "fp32", *, explain: bool 
 
     grads_reason = ("the peak comes in backward before the gradients exist"
                     if tc["gradients"] == 0 and peak.peak_phase == "backward" else
-                    "the peak comes in backward, with some of the gradients made" if peak.peak_phase == "backward"
+                    "the peak comes in backward, once gradients are made" if peak.peak_phase == "backward"
                     else "")
     constant = [
         Row("parameters", 4 * P, tc["parameters"], "buffers (not parameters)", facts.buffer_bytes),
@@ -452,7 +452,8 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
         changes.update(change)
         if progress:
             progress(f"explaining ({reason.split(' (')[0]}) ...")
-        after = fit_per_sequence(_variant(config, **changes), seq, setting, hold_outputs=hold, check=False)
+        after = fit_per_sequence(_variant(config, **changes), seq, setting, hold_outputs=hold, check=False,
+                                 micro_batches=(fit.traces[0].micro_batch, fit.traces[1].micro_batch))
         for name, row in by_name.items():
             drop = before.rows_per_sequence[name] - after.rows_per_sequence[name]
             if drop > 0:                                 # a row that grows is not explained by the change
