@@ -134,15 +134,17 @@ def _model_facts(config) -> ModelFacts:
 
 
 # -- one traced step ---------------------------------------------------------------------------
-def _vocab_tracker(vocab: int, found: set[int]) -> type[MemoryTracker]:
+def _vocab_tracker(vocab: int, hidden: int, found: set[int]) -> type[MemoryTracker]:
     """hp.MemoryTracker that also notes the storages of tensors whose last dimension is the vocabulary
-    (the logits, their fp32 copy, log-softmax, their gradients): the logits row of the ledger."""
+    (the logits, their fp32 copy, log-softmax, their gradients): the logits row of the ledger. A
+    (hidden, vocabulary) tensor is the output layer's weight gradient (transposed), not a logits one."""
 
     class VocabTracker(MemoryTracker):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = super().__torch_dispatch__(func, types, args, kwargs)
             for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor) and t.dim() and t.shape[-1] == vocab:
+                if isinstance(t, torch.Tensor) and t.dim() and t.shape[-1] == vocab and \
+                        tuple(t.shape) != (hidden, vocab):
                     for st in _storages(t):
                         entry = self._seen.get(st)
                         if entry is not None and entry[0].category not in ("parameters", "gradients"):
@@ -215,7 +217,7 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
 
     found: set[int] = set()
     del tf
-    report = predict_memory(setup, tracker=_vocab_tracker(dims["vocab"], found))
+    report = predict_memory(setup, tracker=_vocab_tracker(dims["vocab"], dims["d"], found))
     return Traced(micro_batch, report, _vocab_at_peak(report, found))
 
 
