@@ -25,7 +25,7 @@ from .timing import Benchmark, Timings, synchronize, time_together
 from .units import fmt_bytes, fmt_ratio, fmt_timed
 
 # name -> the module that defines it; each of these modules imports torch (…_torch, memory_torch)
-# or jax (…_jax, memory_jax), or matplotlib (plotting).
+# or jax (…_jax, memory_jax), or matplotlib (plotting); estimate imports torch and transformers.
 _LAZY = {
     "memory_torch": ("MemoryTracker", "Workload", "measure_memory", "predict_memory"),
     "saved_torch": ("bytes_by_kind", "copies_made", "held_bytes", "saved_for_backward"),
@@ -34,6 +34,7 @@ _LAZY = {
     "memory_jax": ("device_memory", "eager_step_samples", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
     "distributed_torch": ("launch", "rank_memory"),
+    "estimate": ("build_ledger", "fit_per_sequence", "load_config", "plan_from_traces", "trace_step"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
     "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "plot_ratios", "stacked",
                  "stacked_bars"),

@@ -349,7 +349,8 @@ def _new_optimizer_state(trace: MemoryTrace) -> int:
     return sum(kept.values())
 
 
-def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) -> MemoryReport:
+def measure_memory(work: Workload, steps: int = 1, *, tracker: type[MemoryTracker] | None = None,
+                   _predicted: bool = False) -> MemoryReport:
     """Run work.step() `steps` times while counting memory; report the peak and the trace.
 
     On CUDA the report adds the caching allocator's peaks during these steps (the peak statistics
@@ -357,7 +358,8 @@ def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) 
     most the allocator's allocated bytes grew over their level at the start, so tensors that other
     code keeps alive are left out as they are from the tracked peak; cuda_reserved is the most the
     allocator held from the driver during the steps, for the whole process (a cache is not owned
-    by one workload)."""
+    by one workload). tracker: a subclass of MemoryTracker to count with (one that also notes
+    something, e.g. helpers.estimate's logits-sized tensors); MemoryTracker by default."""
     if not isinstance(work, Workload):
         raise TypeError(f"measure_memory needs a hp.Workload, got {type(work).__name__}; "
                         "wrap your step as hp.Workload(step, model, optimizer, inputs)")
@@ -369,7 +371,7 @@ def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) 
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         allocated_before = torch.cuda.memory_allocated(device)
-    tracker = MemoryTracker(work.model, work.optimizer, work.inputs)
+    tracker = (tracker or MemoryTracker)(work.model, work.optimizer, work.inputs)
     with tracker:
         for i in range(steps):
             tracker.mark(f"step {i + 1}")
@@ -391,9 +393,11 @@ def measure_memory(work: Workload, steps: int = 1, *, _predicted: bool = False) 
     return report
 
 
-def predict_memory(setup: Callable[[], Workload], steps: int = 1) -> MemoryReport:
+def predict_memory(setup: Callable[[], Workload], steps: int = 1, *,
+                   tracker: type[MemoryTracker] | None = None) -> MemoryReport:
     """Build the workload with setup() under FakeTensorMode and count its memory: tensors have
-    shapes and dtypes but no data, so nothing is allocated and no arithmetic runs."""
+    shapes and dtypes but no data, so nothing is allocated and no arithmetic runs (tracker: as for
+    measure_memory)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     if not callable(setup):
@@ -407,7 +411,7 @@ def predict_memory(setup: Callable[[], Workload], steps: int = 1) -> MemoryRepor
         if real:
             raise RuntimeError(_BUILT_OUTSIDE.format(what=real))
         try:
-            return measure_memory(work, steps, _predicted=True)
+            return measure_memory(work, steps, tracker=tracker, _predicted=True)
         except AssertionError as exc:  # FakeTensorMode's own words for a real tensor met in an operator
             if "convert all Tensors to FakeTensors" not in str(exc):
                 raise

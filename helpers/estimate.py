@@ -1,0 +1,669 @@
+"""Your own model: a Hugging Face `transformers` causal LM's AdamW training step, traced at full size
+on fake tensors (hp.predict_memory: shapes, no data, nothing allocated), its ledger against the
+closed forms, and the memory ladder planned on traced bytes.
+
+    python -m helpers.estimate --config gpt2 --seq 1024 --batch 32 --card 24GB
+
+- The model is built from its config with random initialisation; nothing is downloaded. A config is
+  a transformers config object, a config.json path (or a folder holding one), or a name shipped in
+  helpers/configs/ (gpt2: GPT-2 124M; llama-1b: a Llama-3.2-1B shape).
+- Warm-up: AdamW makes its moments in its first step, after that step's peak, so a first step is
+  up to 8P below a steady one. Every trace here steps the optimizer once on zero gradients before
+  the traced step, so the traced step starts with its state as every later step does.
+- Per-sequence bytes: the step is traced at two micro-batches b1 < b2; peak = constant + b x
+  per-sequence, and the fit is checked (to the byte) at a third micro-batch b3 = 2 b2.
+- The planner climbs accumulate -> checkpoint -> bf16 -> add devices as hp.choose_interventions
+  does, but on the traced bytes of each configuration, and calls a rung a fit only when the step
+  traced at that micro-batch fits the card and the next micro-batch traced does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+from .anatomy import gpt_activation_bytes
+from .memory_torch import MemoryReport, MemoryTracker, Workload, _storages, predict_memory
+from .sharding import smallest_fit, zero_bytes
+from .units import fmt_bytes
+
+CONFIGS = Path(__file__).parent / "configs"
+NAMES = {"gpt2": "gpt2.json", "llama-1b": "llama-1b.json"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way to run the step: fp32 or bf16 autocast, with or without activation checkpointing."""
+
+    precision: str
+    checkpoint: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.precision + ("+ckpt" if self.checkpoint else "")
+
+
+SETTINGS = {s.name: s for s in (Setting("fp32"), Setting("bf16"), Setting("fp32", True), Setting("bf16", True))}
+
+
+class EstimateError(ValueError):
+    """What the estimate cannot do, in one line that says what to do instead."""
+
+
+# -- the config and the model ------------------------------------------------------------------
+def _transformers():
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def load_config(spec: Any):
+    """A transformers config from a config object, a name in helpers/configs/ (gpt2, llama-1b), or a
+    config.json path (or a folder holding one); nothing is downloaded."""
+    tf = _transformers()
+    if isinstance(spec, tf.PretrainedConfig):
+        return spec.__class__.from_dict(spec.to_dict())   # a copy: the variants below change it
+    if not isinstance(spec, (str, Path)):
+        raise EstimateError(f"cannot build a config from a {type(spec).__name__}: pass a transformers config, "
+                            f"a config.json path or one of {', '.join(NAMES)}")
+    path = CONFIGS / NAMES[str(spec)] if str(spec) in NAMES else Path(spec)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise EstimateError(f"no config {str(spec)!r}: pass one of {', '.join(NAMES)}, a config.json path or a "
+                            "transformers config object (nothing is downloaded, so hub names do not work)")
+    try:
+        d = json.loads(path.read_text())
+        d = {k: v for k, v in d.items() if not k.startswith("_")}
+        return tf.AutoConfig.for_model(d.pop("model_type"), **d)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise EstimateError(f"cannot build a config from {str(path)!r}: {str(exc).splitlines()[0] if str(exc) else exc!r} "
+                            "(a config.json needs a model_type that transformers knows)") from None
+
+
+def _dims(config) -> dict[str, int]:
+    """d, layers, heads, vocabulary of a GPT-2- or Llama-style config."""
+    get = lambda *names: next((int(getattr(config, n)) for n in names if getattr(config, n, None)), 0)  # noqa: E731
+    return {"d": get("hidden_size", "n_embd"), "layers": get("num_hidden_layers", "n_layer"),
+            "heads": get("num_attention_heads", "n_head"), "vocab": get("vocab_size"),
+            "positions": get("max_position_embeddings", "n_positions")}
+
+
+def _build(config):
+    tf = _transformers()
+    try:
+        return tf.AutoModelForCausalLM.from_config(config)
+    except ValueError as exc:
+        raise EstimateError(f"transformers has no causal language model for a {type(config).__name__} "
+                            f"({str(exc).splitlines()[0][:120]}): pass the config of a causal LM") from None
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the closed forms need, counted on the meta device (no memory): parameters (shared ones
+    once), parameter tensors, buffer bytes, and the parameters autocast casts (those of the matmuls)."""
+
+    params: int
+    tensors: int
+    buffer_bytes: int
+    matmul_params: int
+
+
+def _model_facts(config) -> ModelFacts:
+    """Count the model's parameters on the meta device (no memory, no data)."""
+    with torch.device("meta"):
+        model = _build(config)
+    params = dict(model.named_parameters())            # named_parameters lists a shared one once
+    conv1d = getattr(__import__("transformers.pytorch_utils", fromlist=["Conv1D"]), "Conv1D", ())
+    mm: dict[int, int] = {}
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Linear, conv1d)):
+            mm[id(m.weight)] = m.weight.numel()        # autocast casts a matmul's weight, not its bias
+    return ModelFacts(sum(p.numel() for p in params.values()), len(params),
+                      sum(b.numel() * b.element_size() for b in model.buffers()), sum(mm.values()))
+
+
+# -- one traced step ---------------------------------------------------------------------------
+def _vocab_tracker(vocab: int, hidden: int, found: set[int]) -> type[MemoryTracker]:
+    """hp.MemoryTracker that also notes the storages of tensors whose last dimension is the vocabulary
+    (the logits, their fp32 copy, log-softmax, their gradients): the logits row of the ledger. A
+    (hidden, vocabulary) tensor is the output layer's weight gradient (transposed), not a logits one."""
+
+    class VocabTracker(MemoryTracker):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = super().__torch_dispatch__(func, types, args, kwargs)
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.dim() and t.shape[-1] == vocab and \
+                        tuple(t.shape) != (hidden, vocab):
+                    for st in _storages(t):
+                        entry = self._seen.get(st)
+                        if entry is not None and entry[0].category not in ("parameters", "gradients"):
+                            found.add(id(entry[0]))
+            return out
+
+    return VocabTracker
+
+
+@dataclass
+class Traced:
+    """One traced step: its report, and the bytes at the peak of the logits-sized tensors."""
+
+    micro_batch: int
+    report: MemoryReport
+    vocab_bytes: dict[str, int]          # category -> bytes of logits-sized tensors alive at the peak
+
+    @property
+    def peak(self) -> int:
+        return self.report.peak
+
+
+def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *,
+               hold_outputs: bool = True) -> Traced:
+    """Trace one AdamW step of the config's causal LM at full size on fake tensors (hp.predict_memory),
+    after a warm-up optimizer step on zero gradients so that AdamW's state exists, as in every step
+    after the first. hold_outputs: the step keeps the model's output object through backward, as
+    `out = model(**batch); out.loss.backward()` does."""
+    config = load_config(config)
+    if setting not in SETTINGS:
+        raise EstimateError(f"unknown setting {setting!r}: use one of {', '.join(SETTINGS)}")
+    s, dims = SETTINGS[setting], _dims(config)
+    if dims["positions"] and seq > dims["positions"]:
+        raise EstimateError(f"seq {seq} is longer than the config's {dims['positions']} positions: pass --seq "
+                            f"{dims['positions']} or less")
+    tf = _transformers()
+
+    def setup() -> Workload:
+        torch.manual_seed(0)
+        model = _build(config)
+        model.train()
+        if s.checkpoint:
+            if hasattr(model, "activation_checkpointing_enable"):   # the name of gradient_checkpointing_enable
+                model.activation_checkpointing_enable({"use_reentrant": False})   # from transformers 5.2x
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        opt = torch.optim.AdamW(model.parameters())
+        for p in model.parameters():                    # the warm-up: AdamW's state exists
+            p.grad = torch.zeros_like(p)
+        opt.param_groups[0]["foreach"] = True           # the same state, in fewer traced operators
+        opt.step()
+        opt.param_groups[0]["foreach"] = None           # the traced step: PyTorch's default
+        opt.zero_grad(set_to_none=True)
+        ids = torch.zeros((micro_batch, seq), dtype=torch.long)
+        batch = {"input_ids": ids, "labels": ids}
+
+        def step() -> None:
+            with torch.autocast("cpu", torch.bfloat16, enabled=s.precision == "bf16"):
+                out = model(**batch)
+            if hold_outputs:
+                out.loss.backward()
+            else:
+                loss = out.loss
+                del out
+                loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        return Workload(step, model, opt, batch)
+
+    found: set[int] = set()
+    del tf
+    report = predict_memory(setup, tracker=_vocab_tracker(dims["vocab"], dims["d"], found))
+    return Traced(micro_batch, report, _vocab_at_peak(report, found))
+
+
+def _vocab_at_peak(report: MemoryReport, found: set[int]) -> dict[str, int]:
+    live: dict[int, Any] = {}
+    i = report.trace.peak_index()
+    for sign, rec in report.trace.events[:i + 1]:
+        if sign > 0:
+            live[id(rec)] = rec
+        else:
+            live.pop(id(rec), None)
+    out: dict[str, int] = {}
+    for key, rec in live.items():
+        if key in found:
+            out[rec.category] = out.get(rec.category, 0) + rec.nbytes
+    return out
+
+
+# -- the affine fit ----------------------------------------------------------------------------
+def _rows(t: Traced) -> dict[str, int]:
+    """The traced peak by ledger row: the tracker's categories, with the logits-sized tensors of the
+    activations and temporaries in rows of their own."""
+    b = dict(t.report.peak_breakdown)
+    rows = {k: b[k] for k in ("parameters", "gradients", "optimizer state", "cast copies", "inputs")}
+    rows["activations (blocks)"] = b["activations"] + b["recomputed"] - t.vocab_bytes.get("activations", 0) \
+        - t.vocab_bytes.get("recomputed", 0)
+    rows["logits (forward)"] = t.vocab_bytes.get("activations", 0) + t.vocab_bytes.get("recomputed", 0)
+    rows["logits' gradients"] = t.vocab_bytes.get("temporaries", 0)
+    rows["temporaries"] = b["temporaries"] - rows["logits' gradients"]
+    return rows
+
+
+@dataclass
+class Fit:
+    """peak = constant + micro-batch x per_sequence, from traces at two micro-batches, checked at a third."""
+
+    setting: str
+    seq: int
+    traces: list[Traced]
+    constant: int
+    per_sequence: int
+    rows_constant: dict[str, int]
+    rows_per_sequence: dict[str, int]
+
+    def predict(self, micro_batch: int) -> int:
+        return self.constant + micro_batch * self.per_sequence
+
+    @property
+    def check(self) -> Traced:
+        return self.traces[-1]
+
+    @property
+    def affine(self) -> bool:
+        """Whether the third trace's peak is the fit's prediction to the byte (False if not checked)."""
+        return len(self.traces) == 3 and self.predict(self.check.micro_batch) == self.check.peak
+
+    def __str__(self) -> str:
+        c = self.check
+        if len(self.traces) < 3:
+            return (f"{self.setting}: peak = {fmt_bytes(self.constant)} + b x {fmt_bytes(self.per_sequence)} per "
+                    f"sequence (traced at b = {self.traces[0].micro_batch}, {self.traces[1].micro_batch}; not checked)")
+        verdict = ("affine: exact" if self.affine else
+                   f"NOT affine: traced {c.peak:,} B, fit {self.predict(c.micro_batch):,} B")
+        return (f"{self.setting}: peak = {fmt_bytes(self.constant)} + b x {fmt_bytes(self.per_sequence)} per sequence "
+                f"(traced at b = {self.traces[0].micro_batch}, {self.traces[1].micro_batch}; at b = {c.micro_batch} "
+                f"{verdict})")
+
+
+def fit_per_sequence(config: Any, seq: int, setting: str = "fp32", micro_batches: tuple[int, int] = (2, 4), *,
+                     hold_outputs: bool = True, check: bool = True,
+                     progress: Callable[[str], None] | None = None) -> Fit:
+    """Trace the step at two micro-batches b1 < b2, fit peak = constant + b x per-sequence bytes (and each
+    ledger row likewise), and (check) trace a third, 2 b2, to check the fit to the byte."""
+    b1, b2 = micro_batches
+    if not 0 < b1 < b2:
+        raise EstimateError(f"micro_batches must be two sizes 0 < b1 < b2, got {micro_batches!r}")
+    config = load_config(config)
+    traces = []
+    for b in (b1, b2, 2 * b2) if check else (b1, b2):
+        if progress:
+            progress(f"tracing {setting} at micro-batch {b} ...")
+        traces.append(trace_step(config, seq, b, setting, hold_outputs=hold_outputs))
+    fit = _fit(setting, seq, traces)
+    if check and not fit.affine:   # the peak may fall elsewhere at small micro-batches: fit b2, 2 b2; check 4 b2
+        if progress:
+            progress(f"not affine at b = {b1}, {b2}, {2 * b2}: tracing {setting} at micro-batch {4 * b2} ...")
+        retry = _fit(setting, seq, traces[1:] + [trace_step(config, seq, 4 * b2, setting, hold_outputs=hold_outputs)])
+        fit = retry if retry.affine else fit
+    return fit
+
+
+def _fit(setting: str, seq: int, traces: list[Traced]) -> Fit:
+    t1, t2 = traces[0], traces[1]
+    b1, b2 = t1.micro_batch, t2.micro_batch
+    per = (t2.peak - t1.peak) // (b2 - b1)
+    r1, r2 = _rows(t1), _rows(t2)
+    rows_per = {k: (r2[k] - r1[k]) // (b2 - b1) for k in r1}
+    return Fit(setting, seq, traces, t1.peak - b1 * per, per, {k: r1[k] - b1 * rows_per[k] for k in r1}, rows_per)
+
+
+# -- the ledger --------------------------------------------------------------------------------
+@dataclass
+class Row:
+    """One ledger row: the closed form's bytes, the traced bytes, and the residual's reason."""
+
+    name: str
+    closed: int | None
+    traced: int
+    reason: str = ""
+    explained: int | None = None          # bytes of the residual the reason accounts for (checked)
+    korthikanti: int | None = None
+
+    @property
+    def residual(self) -> int:
+        return self.traced - (self.closed or 0)
+
+    @property
+    def unexplained(self) -> int:
+        return self.residual - (self.explained or 0)
+
+    def __str__(self) -> str:
+        closed = "-" if self.closed is None else _mb(self.closed)
+        kor = "" if self.korthikanti is None else f"; Korthikanti's closed form {_mb(self.korthikanti)}"
+        why = self.reason
+        if self.unexplained:
+            why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"
+        return f"  {self.name:<21}{closed:>13}{_mb(self.traced):>13}{_mb(self.residual):>13}  {why}{kor}"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.2f} MB"
+
+
+@dataclass
+class Ledger:
+    """The step's bytes, one row per kind: model states (constant) and per sequence."""
+
+    setting: str
+    fit: Fit
+    constant: list[Row]
+    per_sequence: list[Row]
+
+    def __str__(self) -> str:
+        head = f"  {'row':<21}{'closed form':>13}{'traced':>13}{'residual':>13}  reason"
+        note = ("  (no variants traced under checkpointing: the peak moves between them, so rows do not compare)"
+                if SETTINGS[self.setting].checkpoint else "")
+        if not self.fit.affine:
+            note += ("\n  (the fit is not affine: the peak falls at a different point of the step at different "
+                     "micro-batches, so its rows are not a constant and a per-sequence part; trust the traced peaks)")
+        return "\n".join([str(self.fit), "  -- constant part (at the peak)", head, *map(str, self.constant),
+                          "  -- per sequence", head, *map(str, self.per_sequence)] + ([note] if note else []))
+
+
+def _variant(config, **changes):
+    c = load_config(config)
+    for k, v in changes.items():
+        setattr(c, k, v)
+    return c
+
+
+def build_ledger(config: Any, seq: int, setting: str = "fp32", *, explain: bool = True,
+                 progress: Callable[[str], None] | None = None) -> Ledger:
+    """The ledger of one setting: each row's closed form (the course's 16P-family counts and 16d per
+    token and block via hp.gpt_activation_bytes; Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) per layer,
+    which assumes 16-bit activations, 1-byte dropout masks and materialised attention scores), the
+    traced bytes, and the residual; with explain, variant traces (a fused GELU, use_cache=False, the
+    output object dropped before backward) measure what each named reason accounts for."""
+    config = load_config(config)
+    s, dims, facts = SETTINGS[setting], _dims(config), _model_facts(config)
+    fit = fit_per_sequence(config, seq, setting, progress=progress)
+    P, tc, tp = facts.params, fit.rows_constant, fit.rows_per_sequence
+    peak = fit.traces[0].report
+    vb = 2 if s.precision == "bf16" else 4
+    d, L, a, V = dims["d"], dims["layers"], dims["heads"], dims["vocab"]
+
+    grads_reason = ("the peak comes in backward before the gradients exist"
+                    if tc["gradients"] == 0 and peak.peak_phase == "backward" else
+                    "the peak comes in backward, once gradients are made" if peak.peak_phase == "backward"
+                    else "")
+    constant = [
+        Row("parameters", 4 * P, tc["parameters"], "buffers (not parameters)", facts.buffer_bytes),
+        Row("gradients", 4 * P, tc["gradients"], grads_reason, -4 * P if tc["gradients"] == 0 and grads_reason else None),
+        Row("optimizer state", 8 * P, tc["optimizer state"],
+            f"AdamW's step counters: 4 B x {facts.tensors} parameter tensors", 4 * facts.tensors),
+    ]
+    cast_closed = 2 * P if s.precision == "bf16" else 0
+    cast_explained = 2 * facts.matmul_params - cast_closed if s.precision == "bf16" else 0
+    constant.append(Row("cast copies", cast_closed, tc["cast copies"],
+                        "autocast copies only the matmuls' weights (not embeddings' lookups, norms)"
+                        if s.precision == "bf16" else "", cast_explained))
+    for k in ("activations (blocks)", "logits (forward)", "logits' gradients", "temporaries", "inputs"):
+        if tc[k]:
+            constant.append(Row(k, None, tc[k], "not per sequence: scratch of one step's backward or optimizer"
+                                if k == "temporaries" else ""))
+
+    blocks = gpt_activation_bytes(d=d, n_layers=L, n_heads=a, seq=seq, vocab=V, value_bytes=vb)
+    course_blocks = (d * seq * L * vb) if s.checkpoint else blocks.blocks   # checkpointed: each block's input
+    kor = seq * d * (2 if s.checkpoint else (34 + 5 * a * seq // d)) * L
+    per = [Row("activations (blocks)", course_blocks, tp["activations (blocks)"], korthikanti=kor),
+           Row("logits (forward)", blocks.logits, tp["logits (forward)"]),
+           Row("logits' gradients", 0, tp["logits' gradients"]),
+           Row("temporaries", 0, tp["temporaries"]),
+           Row("cast copies", 0, tp["cast copies"]),
+           Row("inputs", 8 * seq, tp["inputs"], "labels are input_ids: one int64 tensor", 0)]
+    if explain and not s.checkpoint:   # checkpointing moves the peak into backward: rows do not compare
+        _explain(config, seq, setting, fit, per, dims, progress)
+    _explain_logits(per, seq, V, setting)
+    return Ledger(setting, fit, constant, per)
+
+
+def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dict[str, int],
+             progress: Callable[[str], None] | None) -> None:
+    """Trace variants, each on top of the one before (so no byte is claimed twice); where a row's
+    per-sequence bytes drop, the drop is that reason's share of the row's residual."""
+    vb = 2 if SETTINGS[setting].precision == "bf16" else 4
+    steps: list[tuple[str, dict[str, Any], bool]] = []
+    if getattr(config, "activation_function", None) == "gelu_new":
+        steps.append(("gelu_new (a Python tanh formula) keeps its intermediates for backward",
+                      {"activation_function": "gelu_pytorch_tanh"}, True))
+    attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
+    if attn:
+        steps.append(("attention dropout: the CPU's SDPA then runs its math kernel, which keeps the T x T "
+                      "probabilities and dropout mask (Korthikanti's 5as/h term)", dict.fromkeys(attn, 0.0), True))
+    other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
+    if other:
+        steps.append(("the other dropouts keep a mask per value", dict.fromkeys(other, 0.0), True))
+    if getattr(config, "use_cache", False) and not SETTINGS[setting].checkpoint:
+        steps.append(("use_cache=True returns each block's keys and values", {"use_cache": False}, True))
+    steps.append(("the step holds the output object (its logits) through backward", {}, False))
+    changes: dict[str, Any] = {}
+    before = fit
+    by_name = {r.name: r for r in per}
+    for reason, change, hold in steps:
+        changes.update(change)
+        if progress:
+            progress(f"explaining ({reason.split(' (')[0]}) ...")
+        after = fit_per_sequence(_variant(config, **changes), seq, setting, hold_outputs=hold, check=False,
+                                 micro_batches=(fit.traces[0].micro_batch, fit.traces[1].micro_batch))
+        for name, row in by_name.items():
+            drop = before.rows_per_sequence[name] - after.rows_per_sequence[name]
+            if drop > 0:                                 # a row that grows is not explained by the change
+                if name == "activations (blocks)":
+                    size = f"{drop / (vb * seq * dims['d'] * dims['layers']):.2f}d values per token and block"
+                elif name.startswith("logits"):
+                    size = f"{drop / (seq * dims['vocab']):g} B per token and vocabulary entry"
+                else:
+                    size = f"{drop / (seq * dims['d']):.2f}d bytes per token"
+                row.reason = (row.reason + "; " if row.reason else "") + f"{reason}: {_mb(drop)} = {size}"
+                row.explained = (row.explained or 0) + drop
+        before = after
+
+
+def _explain_logits(per: list[Row], seq: int, vocab: int, setting: str) -> None:
+    """The logits rows hold only tensors whose last dimension is the vocabulary (the tracker notes
+    them by shape): what the closed form's one fp32 copy leaves out is named by its size."""
+    rows = {r.name: r for r in per}
+    vt = seq * vocab
+    g = rows["logits' gradients"]
+    if g.traced % (4 * vt) == 0 and g.traced:
+        g.reason, g.explained = (f"backward's logits-sized gradients (of the logits, of their log-softmax): "
+                                 f"{g.traced // (4 * vt)} x V·T fp32 values"), g.traced
+    elif g.traced % (2 * vt) == 0 and g.traced:
+        g.reason, g.explained = (f"backward's gradients of the logits: {g.traced / (4 * vt):g} x V·T fp32 values "
+                                 "(bf16 ones count half)"), g.traced
+    f = rows["logits (forward)"]
+    if f.closed is not None and f.residual - (f.explained or 0) == 0 and f.traced:
+        f.reason = ("the closed form's V·T fp32 values are cross-entropy's log-softmax, saved for backward"
+                    + ("; " + f.reason if f.reason else ""))
+
+
+# -- the planner on traced bytes ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the ladder: the setting, its accumulation, and the traced steps that decide it."""
+
+    rungs: tuple[str, ...]
+    setting: str
+    micro_batch: int
+    accumulation: int
+    largest: int                 # the largest micro-batch whose traced step fits
+    traced_fit: int              # traced peak at micro_batch
+    traced_next: int             # traced peak at largest + 1 (does not fit)
+    card: int
+
+    @property
+    def fits(self) -> bool:
+        return self.traced_fit <= self.card < self.traced_next
+
+    def __str__(self) -> str:
+        steps = " -> ".join(self.rungs) if self.rungs else "nothing to change"
+        return (f"{steps} ({self.setting}): micro-batch {self.micro_batch} x {self.accumulation}, traced peak "
+                f"{fmt_bytes(self.traced_fit)} of {fmt_bytes(self.card)}; largest micro-batch {self.largest} "
+                f"(traced at {self.largest + 1}: {fmt_bytes(self.traced_next)}, does not fit)")
+
+
+@dataclass
+class Ladder:
+    """What the planner chose on traced bytes, and the rungs it tried."""
+
+    plan: Rung | None
+    tried: list[str] = field(default_factory=list)
+    devices: str = ""
+
+    def __str__(self) -> str:
+        return "\n".join([*(f"  tried: {t}" for t in self.tried),
+                          f"  plan: {self.plan}" if self.plan else f"  plan: {self.devices}"])
+
+
+def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, global_batch: int, card_bytes: int, *,
+                     max_accumulation: int = 64, min_micro_batch: int = 1,
+                     progress: Callable[[str], None] | None = None) -> Ladder:
+    """Climb accumulate -> checkpoint -> bf16 -> add devices on each setting's traced constant and
+    per-sequence bytes (fits: setting name -> Fit, or a function that fits a setting when the ladder
+    reaches it; fp32, fp32+ckpt, bf16+ckpt are used, a missing one skipped). A rung is a
+    fit only when the step traced at its micro-batch fits card_bytes and the step traced at the
+    largest fitting micro-batch + 1 does not. Accumulation counts are powers of two dividing the batch."""
+    config = load_config(config)
+    ks = [k for k in (2 ** i for i in range(max_accumulation.bit_length()))
+          if k <= max_accumulation and global_batch % k == 0 and global_batch // k >= min(min_micro_batch, global_batch)]
+    levels = [("fp32", ()), ("fp32+ckpt", ("checkpoint",)), ("bf16+ckpt", ("checkpoint", "bf16"))]
+    ladder = Ladder(None)
+    get = fits if callable(fits) else fits.get
+    for setting, extras in levels:
+        fit = get(setting)
+        if fit is None:
+            continue
+        seq = fit.seq
+        if fit.per_sequence <= 0:
+            raise EstimateError(f"{setting}: the traced step does not grow with the micro-batch; cannot plan on it")
+        largest = max(0, (card_bytes - fit.constant) // fit.per_sequence)
+        k = next((k for k in ks if global_batch // k <= largest), None)
+        if k is None:
+            ladder.tried.append(f"{setting}: largest micro-batch by the fit {largest}, below the smallest allowed "
+                                f"{global_batch // ks[-1]}")
+            continue
+        # the fit is a prediction: trace around it until the traced steps decide
+        def peak(b: int) -> int:
+            if progress:
+                progress(f"tracing {setting} at micro-batch {b} ...")
+            return trace_step(config, seq, b, setting).peak
+        p_next = peak(largest + 1)
+        while p_next <= card_bytes:                      # the fit was low: go up
+            largest += 1
+            p_next = peak(largest + 1)
+        p_at = peak(largest) if largest >= 1 else card_bytes + 1
+        while largest >= 1 and p_at > card_bytes:        # the fit was high: go down
+            largest, p_next = largest - 1, p_at
+            p_at = peak(largest) if largest >= 1 else card_bytes + 1
+        k = next((k for k in ks if global_batch // k <= largest), None)
+        if k is None:
+            ladder.tried.append(f"{setting}: largest traced micro-batch {largest}")
+            continue
+        micro = global_batch // k
+        p_fit = p_at if micro == largest else peak(micro)
+        rungs = (("accumulate",) if k > 1 else ()) + extras
+        ladder.plan = Rung(rungs, setting, micro, k, largest, p_fit, p_next, card_bytes)
+        return ladder
+    # rung 4: devices, on the closed-form sharding arithmetic (not traced)
+    last = get("bf16+ckpt") or get("fp32+ckpt") or get("fp32")
+    P = _model_facts(config).params
+    precision = "mixed" if last.setting.startswith("bf16") else "fp32"
+    other = max(0, last.constant - zero_bytes(P, 1, 0, precision).total)
+    fit = smallest_fit(P, card_bytes, last.per_sequence * global_batch, precision=precision, fixed_bytes=other)
+    if not fit.fits:
+        raise EstimateError(f"no rung fits {fmt_bytes(card_bytes)}: even {fit.n_devices} devices at ZeRO stage 3 "
+                            f"need {fmt_bytes(fit.estimate)} each; use a larger card or a shorter sequence")
+    ladder.devices = (f"add devices: {fit} (sharding arithmetic on the traced {last.setting} bytes: "
+                      "model states by hp.zero_bytes, not traced)")
+    return ladder
+
+
+# -- the command line --------------------------------------------------------------------------
+_UNITS = {"B": 1, "KB": 10 ** 3, "MB": 10 ** 6, "GB": 10 ** 9, "TB": 10 ** 12,
+          "KIB": 2 ** 10, "MIB": 2 ** 20, "GIB": 2 ** 30, "TIB": 2 ** 40}
+
+
+def _parse_bytes(text: str) -> int:
+    """'24GB' -> 24 * 10**9, '80GiB' -> 80 * 2**30 (a unit is required)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]+)\s*", str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise EstimateError(f"cannot read the card size {text!r}: write it with a unit, e.g. 24GB or 80GiB")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def _main(argv: list[str] | None = None) -> int:
+    """python -m helpers.estimate: the ledger and the ladder of a config's training step."""
+    ap = argparse.ArgumentParser(prog="python -m helpers.estimate", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", required=True, help=f"{', '.join(NAMES)}, or a config.json path")
+    ap.add_argument("--seq", type=int, required=True, help="sequence length T")
+    ap.add_argument("--batch", type=int, required=True, help="global batch (sequences per optimizer step)")
+    ap.add_argument("--card", required=True, help="memory of one device, e.g. 24GB or 80GiB")
+    ap.add_argument("--settings", default=",".join(SETTINGS), help="ledgers to print (default: all)")
+    ap.add_argument("--explain", default="fp32", help="settings whose residuals variant traces explain "
+                    "(default fp32; 'none' for none; each costs about 10 traces; not under checkpointing)")
+    ap.add_argument("--no-explain", action="store_true", help="same as --explain none")
+    ap.add_argument("--max-layers", type=int, default=64, help="refuse to trace deeper models (default 64)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    progress = lambda msg: print(f"  [{time.perf_counter() - t0:5.1f} s] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        for name, v in (("--seq", args.seq), ("--batch", args.batch)):
+            if v < 1:
+                raise EstimateError(f"{name} must be 1 or more, got {v}")
+        card = _parse_bytes(args.card)
+        config = load_config(args.config)
+        dims = _dims(config)
+        if dims["layers"] > args.max_layers:
+            raise EstimateError(f"{dims['layers']} layers is too deep to trace here in reasonable time (the trace "
+                                f"runs every operator in Python): trace fewer layers (num_hidden_layers) and "
+                                f"scale the per-block row, or pass --max-layers {dims['layers']}")
+        settings = [s.strip() for s in args.settings.split(",")]
+        for s in settings:
+            if s not in SETTINGS:
+                raise EstimateError(f"unknown setting {s!r}: use {', '.join(SETTINGS)}")
+        facts = _model_facts(config)
+        print(f"{args.config}: {facts.params:,} parameters, T = {args.seq}, global batch {args.batch}, "
+              f"card {fmt_bytes(card)}; AdamW, warmed up (its state exists before the traced step)")
+        fits: dict[str, Fit] = {}
+        for s in settings:
+            explain = not args.no_explain and s in args.explain.split(",")
+            ledger = build_ledger(config, args.seq, s, explain=explain, progress=progress)
+            fits[s] = ledger.fit
+            print(ledger)
+        from .planner import choose_interventions
+        acts = gpt_activation_bytes(d=dims["d"], n_layers=dims["layers"], n_heads=dims["heads"], seq=args.seq,
+                                    vocab=dims["vocab"])
+        print(f"closed-form planner (hp.choose_interventions, 16d per token): "
+              f"{choose_interventions(facts.params, args.batch, acts.total, card, checkpoint_activation_factor=1 / 16)}")
+        def fit_for(s: str) -> Fit:           # a rung's setting is traced only when the ladder reaches it
+            if s not in fits:
+                fits[s] = fit_per_sequence(config, args.seq, s, check=False, progress=progress)
+            return fits[s]
+
+        ladder = plan_from_traces(fit_for, config, args.batch, card, progress=progress)
+        print("planner on traced bytes:")
+        print(ladder)
+    except (EstimateError, RuntimeError, MemoryError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, (RuntimeError, MemoryError)) and not isinstance(exc, EstimateError):
+            msg = (f"the fake-tensor trace failed ({type(exc).__name__}: {msg[:160]}): the model may be too large "
+                   "or use an operator fake tensors do not support; trace fewer layers (num_hidden_layers)")
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    progress("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
