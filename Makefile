@@ -1,16 +1,18 @@
 # Two commands for students and instructors: `make lab` and `make test`. Both create .venv on
 # first use (and refresh it when pyproject.toml changes), so a fresh clone needs only Python 3.11+.
+# --no-compile: pip would byte-compile all ~16,000 installed modules (about 85 of its 135 CPU seconds
+# here); Python compiles the few thousand a run imports on first import instead, once.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-.PHONY: lab test unit nbval matrix outputs exercises clean
+.PHONY: lab test unit slow-test nbval matrix outputs exercises clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	  echo "make: this course needs Python 3.11 or newer as '$(PYTHON)'; install it, or run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11" >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
 	@touch $(STAMP)
 
 # JupyterLab rooted at the repository (so the start page's links to ../exercises/ open inside it), on
@@ -32,6 +34,11 @@ test: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+# The full-size traces of real transformers models (helpers/estimate.py; marker `slow`, which make test
+# leaves out to keep within its time): minutes on 2 cores. CI (.ci/run) runs them after make test.
+slow-test: $(STAMP)
+	$(BIN)/python -m pytest -m slow tests
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest $(XDIST) --nbval notebooks solutions

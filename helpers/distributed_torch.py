@@ -2,8 +2,10 @@
 lesson 06 (data parallelism, ZeRO-1, FSDP2) that count each rank's memory and communication.
 
 launch() starts the ranks as fresh processes (multiprocessing's spawn start method: a notebook's
-kernel cannot be forked safely), gives them a free local port to meet on (gloo on a CPU, NCCL on
-GPUs), and collects one result per rank. A rank that raises, dies or hangs past the timeout ends the
+kernel cannot be forked safely), gives them a file of their own to meet at (torch.distributed's
+FileStore in a fresh temporary folder: unlike a TCP port picked as free, no other launch on the machine
+can take it between the pick and the bind), with gloo on a CPU and NCCL on GPUs, and collects one
+result per rank. A rank that raises, dies or hangs past the timeout ends the
 launch with RankFailed naming the rank and its error; the other ranks are terminated, and so are all
 of them when the caller is interrupted (a notebook's stop button): no process outlives launch().
 Workers must be importable functions (spawn pickles them by name), hence here and not in a notebook.
@@ -16,8 +18,9 @@ import multiprocessing as mp
 import os
 import queue
 import signal
-import socket
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any, Callable
@@ -31,19 +34,14 @@ class RankFailed(RuntimeError):
     """A rank of a launch raised, died or timed out; the message names the rank and its error."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def _entry(fn: Callable, rank: int, world: int, port: int, backend: str, args: tuple, results: Any) -> None:
+def _entry(fn: Callable, rank: int, world: int, store: str, backend: str, args: tuple, results: Any) -> None:
     if sys.platform.startswith("linux"):  # should the launching kernel be killed outright, take the rank with it
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     try:
-        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         torch.set_num_threads(1)   # N ranks share the machine's cores
-        dist.init_process_group(backend, rank=rank, world_size=world)
+        dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
         out = fn(rank, world, *args)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises RankFailed
         # report first: leaving the process group could wait on ranks stuck in a collective
@@ -78,9 +76,9 @@ def launch(fn: Callable, world: int, *args: Any, backend: str | None = None, tim
     backend = backend or ("nccl" if torch.cuda.device_count() >= world else "gloo")
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=_entry, args=(fn, r, world, port, backend, args, results), daemon=True)
-             for r in range(world)]
+    folder = tempfile.mkdtemp(prefix="ranks-")   # the ranks' FileStore; removed when the launch ends
+    procs = [ctx.Process(target=_entry, args=(fn, r, world, os.path.join(folder, "store"), backend, args, results),
+                         daemon=True) for r in range(world)]
     got: dict[int, Any] = {}
     failed: dict[int, str] = {}
     try:
@@ -118,6 +116,7 @@ def launch(fn: Callable, world: int, *args: Any, backend: str | None = None, tim
         return [got[r] for r in range(world)]
     finally:
         _stop(procs)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _failure_message(failed: dict[int, str], world: int) -> str:
