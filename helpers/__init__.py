@@ -12,8 +12,8 @@ import importlib
 
 from .anatomy import (bytes_per_param, gpt_activation_bytes, linear_stack_activation_bytes,
                       persistent_bytes)
-from .checks import (ClaimFailed, WrongAnswer, answer_digest, cannot_check, check, check_answer,
-                     without_helpers)
+from .checks import (ClaimFailed, WrongAnswer, answer_digest, assert_helpers_unused, cannot_check, check,
+                     check_answer, watch_helpers, without_helpers)
 from .device import describe, profile, sized, torch_device
 from .formats import FORMATS, float_format
 from .gpt import GPTConfig, gpt_param_count, synthetic_tokens

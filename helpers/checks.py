@@ -191,3 +191,45 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
             for name in lazy:
                 vars(helpers).pop(name, None)
     return run
+
+
+# name -> (the number of calls since watch_helpers, what helpers' namespace held under that name, or None)
+_WATCHED: dict[str, tuple[list[int], object]] = {}
+
+
+def _unwatch() -> None:
+    helpers = sys.modules[__name__.rpartition(".")[0]]
+    for name, (_, held) in _WATCHED.items():
+        if held is None:
+            vars(helpers).pop(name, None)  # a lazily loaded name goes back to loading on use
+        else:
+            setattr(helpers, name, held)
+    _WATCHED.clear()
+
+
+def watch_helpers(*names: str) -> None:
+    """Count the calls of the course helpers `names` (hp.<name>) from now on, until a check asks with
+    assert_helpers_unused. For a part whose answer is a value (not a function that without_helpers can
+    run): the given first line of its solution cell, so that every run of that cell starts the count again."""
+    helpers = sys.modules[__name__.rpartition(".")[0]]
+    _unwatch()
+    for name in names:
+        fn = getattr(helpers, name)  # AttributeError names a wrong name
+        count = [0]
+
+        @functools.wraps(fn)
+        def counted(*args: object, _fn: Callable = fn, _count: list[int] = count, **kwargs: object) -> object:
+            _count[0] += 1
+            return _fn(*args, **kwargs)
+        _WATCHED[name] = (count, vars(helpers).get(name))
+        setattr(helpers, name, counted)
+
+
+def assert_helpers_unused(*, part: str, hint: str) -> None:
+    """Raise WrongAnswer(part, hint) if a helper that watch_helpers watches was called since; else stop
+    watching (a check run again, or a given cell after it, may call the helper)."""
+    called = [name for name, (count, _) in _WATCHED.items() if count[0]]
+    if called:
+        raise WrongAnswer(f"{part}: your code calls hp.{called[0]}, the course's helper that answers this part; "
+                          f"predict without it. Hint: {hint}")
+    _unwatch()

@@ -289,3 +289,31 @@ def test_without_helpers_refuses_a_helper_kept_out_of_the_namespaces(fn):
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code keeps hp\.zero_bytes.*Hint: write the sum"):
         hp.without_helpers(fn, "zero_bytes", part="part 1", hint="write the sum")(10)
     assert _in_a_default(10) == 16 * 10 - 4 * 10 and _KEPT[0] is hp.zero_bytes  # nothing was changed
+
+
+# watch_helpers: a part whose answer is a value; its solution cell counts the helper's calls, its check asks
+def test_watch_helpers_fails_a_check_after_a_call_and_passes_once_the_cell_runs_without_it():
+    hp.watch_helpers("zero_bytes")
+    hp.zero_bytes(10, 2, 1)  # the student's cell reads the answer off the helper
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: your code calls hp\.zero_bytes.*Hint: count it"):
+        hp.assert_helpers_unused(part="part 2", hint="count it")
+    hp.watch_helpers("zero_bytes")  # the cell run again, without the call
+    hp.assert_helpers_unused(part="part 2", hint="count it")
+    hp.zero_bytes(10, 2, 1)  # after the check the helper is free again, and the check passes when run twice
+    hp.assert_helpers_unused(part="part 2", hint="count it")
+    assert "zero_bytes" in vars(hp) and hp.zero_bytes is _zero_bytes_itself
+
+
+def test_watch_helpers_restores_a_lazily_loaded_helper():
+    hp.watch_helpers("saved_for_backward")
+    assert "saved_for_backward" in vars(hp)
+    hp.assert_helpers_unused(part="p", hint="h")
+    assert "saved_for_backward" not in vars(hp) and callable(hp.saved_for_backward)
+
+
+def test_watch_helpers_names_a_helper_that_does_not_exist():
+    with pytest.raises(AttributeError, match="no_such_helper"):
+        hp.watch_helpers("no_such_helper")
+
+
+_zero_bytes_itself = hp.zero_bytes

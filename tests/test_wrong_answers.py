@@ -111,6 +111,32 @@ def test_a_wrong_answer_that_fails_a_quick_check_does_not_rerun_the_measurement_
     assert namespace["table"] == [0, 2, 4] and namespace["total"] == 6 and namespace["double"](5) == 10
 
 
+# visible = true: the wrong answer must fail the checks a student runs, the hidden tests left out
+HIDDEN = [
+    _cell("### BEGIN SOLUTION\nanswer = 7\n### END SOLUTION", "ex99-part1-solution"),
+    _cell("assert answer > 0, 'part 1: the answer is a positive count of things; a hint: count them'\n"
+          "### BEGIN HIDDEN TESTS\nassert answer == 7, 'part 1: not the right count yet; a hint: count again'\n"
+          "### END HIDDEN TESTS", "ex99-part1-check"),
+]
+
+
+@pytest.mark.parametrize("code, visible, problem", [
+    ("answer = 8", False, None),                     # the hidden test catches it
+    ("answer = 8", True, "passed every visible check"),  # the released exercise's check does not
+    ("answer = -1", True, None),
+])
+def test_a_visible_wrong_answer_runs_the_check_without_its_hidden_tests(code, visible, problem):
+    run, namespace = _runner(HIDDEN)
+    entry = {"what": "a mistake", "code": code, "visible": visible}
+    problems = wa.try_part(HIDDEN, 1, [(0, entry, "ex99-part1", [])], run)
+    assert (problems == []) if problem is None else (len(problems) == 1 and problem in problems[0])
+    assert namespace["answer"] == 7
+
+
+def test_visible_part_leaves_out_the_hidden_tests_and_their_markers():
+    assert wa.visible_part(HIDDEN[1].source) == "assert answer > 0, 'part 1: the answer is a positive count of things; a hint: count them'"
+
+
 # The plugin in a real strict nbval run: three one-part exercises, with their recorded outputs.
 def _exercise(check: str, printed: str) -> nbformat.NotebookNode:
     solution = nbformat.v4.new_code_cell("### BEGIN SOLUTION\nanswer = 2\n### END SOLUTION", execution_count=1)

@@ -15,7 +15,9 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
   each entry names the solution cell by its grade_id and gives the code that replaces one of its
   solution regions. That cell and the following ones run up to the part's last check, which must fail
   with a message that names the part, gives a hint and shows none of the part's [secrets]; then the
-  solution's cells run again, so that nbval goes on from the solution's state. `try_part` holds that
+  solution's cells run again, so that nbval goes on from the solution's state. An entry with
+  `visible = true` must fail the released exercise's checks: its cells run with their hidden tests left
+  out, as `make exercises` leaves them out (a student's check cell runs only the visible part). `try_part` holds that
   logic; it takes the function that runs code, so tests/test_wrong_answers.py tries it without a kernel.
 
 A wrong answer usually defines the part's function as the solution does, or leaves it as it was, so a
@@ -88,6 +90,14 @@ def substitute(source: str, code: str, region: int = 1) -> str:
     return "\n".join(lines[:begin] + body + lines[end + 1:])
 
 
+def visible_part(source: str) -> str:
+    """`source` without its hidden-tests regions, markers included: what the released exercise runs."""
+    lines = source.split("\n")
+    for begin, end in reversed(layout.hidden_test_regions(source)):
+        del lines[begin:end + 1]
+    return "\n".join(lines)
+
+
 def part_of(grade_id: str) -> str:
     m = re.match(r"(ex\d+-part\d+)-", grade_id)
     if not m:
@@ -144,10 +154,13 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
     after it never ran with a wrong answer and still hold the solution's results), but only up to the
     next wrong answer's cell, which runs them itself. A quick check right after a solution cell
     therefore spares its wrong answers the given measurement that follows it, and the restore its re-run."""
-    def from_to(start: int, stop: int, first_source: str | None = None) -> tuple[int, str, tuple[str, str]] | None:
+    def from_to(start: int, stop: int, first_source: str | None = None,
+                visible: bool = False) -> tuple[int, str, tuple[str, str]] | None:
         for j in range(start, stop):
             if cells[j]["cell_type"] == "code":
-                error = run(first_source if j == start and first_source is not None else cells[j]["source"])
+                source = cells[j]["source"]
+                error = run(first_source if j == start and first_source is not None
+                            else visible_part(source) if visible else source)
                 if error:
                     return j, _grade_id(cells[j]) or f"cell {j}", error
         return None
@@ -156,13 +169,15 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
     wrong = sorted(wrong, key=lambda w: w[0])
     dirty = 0   # the cells before this one may hold a wrong answer's results (the furthest any one reached)
     for n, (first, entry, part, secrets) in enumerate(wrong):
-        failed = from_to(first, check + 1, substitute(cells[first]["source"], entry["code"], entry.get("region", 1)))
+        failed = from_to(first, check + 1, substitute(cells[first]["source"], entry["code"], entry.get("region", 1)),
+                         visible=entry.get("visible", False))
         if failed:
             at, where, (ename, evalue) = failed
             problems += judge(entry["what"], part, where, ename, evalue, secrets)
             dirty = max(dirty, at + 1)
         else:
-            problems.append(f"{part}, wrong answer '{entry['what']}': passed every check of {part}")
+            problems.append(f"{part}, wrong answer '{entry['what']}': passed every "
+                            + ("visible " if entry.get("visible") else "") + f"check of {part}")
             dirty = check + 1
         restored = from_to(first, min(dirty, wrong[n + 1][0]) if n + 1 < len(wrong) else dirty)
         if restored:
