@@ -6,8 +6,8 @@
 - plan_step compiles one optax.adamw step from abstract shapes (jax.ShapeDtypeStruct for parameters,
   optimizer state and batch, through jax.jit(...).lower(...).compile()): the compiler's memory plan of
   the full-size step, and no array of the model's size is ever allocated.
-- per_sequence_bytes fits the plan at two micro-batches to constant + b x per-sequence and checks the
-  fit at a third; per_layer_bytes does the same in the number of layers.
+- plan_per_sequence fits the plan at two micro-batches to constant + b x per-sequence and checks the
+  fit at a third; plan_per_layer does the same in the number of layers.
 
 As in helpers.gpt_jax (whose building blocks these reuse): blocks stacked on a layer axis under
 jax.lax.scan, so a block compiles once whatever the depth; the attention core and the activation
@@ -19,6 +19,7 @@ loss in fp32, the residual stream in fp32.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -113,7 +114,7 @@ def shape_from_hf(config: Any) -> TransformerShape:
     raise ValueError(f"model_type {kind!r} is not one the course builds in JAX: pass a GPT-2 or Llama config")
 
 
-def param_count(shape: TransformerShape) -> int:
+def transformer_param_count(shape: TransformerShape) -> int:
     """Parameters by hand: embeddings, blocks, final norm, and the head when it is not tied."""
     d, f, V, L = shape.d_model, shape.d_ff, shape.vocab, shape.n_layers
     head = 0 if shape.tied else V * d
@@ -125,7 +126,7 @@ def param_count(shape: TransformerShape) -> int:
     return V * d + L * block + d + head
 
 
-def init_params(shape: TransformerShape, key: jax.Array) -> _Params:
+def transformer_init(shape: TransformerShape, key: jax.Array) -> _Params:
     """Fresh fp32 parameters (matrices normal(0, 0.02), norms one, biases zero), blocks stacked on a
     leading layer axis. Under jax.eval_shape this gives the shapes alone, allocating nothing."""
     d, f, V, L = shape.d_model, shape.d_ff, shape.vocab, shape.n_layers
@@ -200,7 +201,7 @@ def _llama_block(x: jax.Array, p: _Params, shape: TransformerShape, dtype: Any) 
     return x + _dense(h, p["down_w"], None, dtype)
 
 
-def logits_of(params: _Params, tokens: jax.Array, shape: TransformerShape, *, dtype: Any = jnp.float32,
+def transformer_logits(params: _Params, tokens: jax.Array, shape: TransformerShape, *, dtype: Any = jnp.float32,
               checkpoint: bool = False) -> jax.Array:
     """Logits (batch, T, vocab) for token ids (batch, T); checkpoint=True wraps each block in
     jax.checkpoint, so backward keeps only the block inputs and recomputes the rest."""
@@ -226,15 +227,15 @@ def logits_of(params: _Params, tokens: jax.Array, shape: TransformerShape, *, dt
     return _dense(x, head, None, dtype)
 
 
-def loss_of(params: _Params, batch: jax.Array, shape: TransformerShape, *, dtype: Any = jnp.float32,
+def transformer_loss(params: _Params, batch: jax.Array, shape: TransformerShape, *, dtype: Any = jnp.float32,
             checkpoint: bool = False) -> jax.Array:
     """Next-token cross-entropy (in fp32) of a (batch, T + 1) block of token ids."""
-    logits = logits_of(params, batch[:, :-1], shape, dtype=dtype, checkpoint=checkpoint)
+    logits = transformer_logits(params, batch[:, :-1], shape, dtype=dtype, checkpoint=checkpoint)
     logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -jnp.take_along_axis(logp, batch[:, 1:, None], axis=-1).mean()
 
 
-def make_train_step(shape: TransformerShape, *, precision: str = "fp32", checkpoint: bool = False,
+def make_transformer_step(shape: TransformerShape, *, precision: str = "fp32", checkpoint: bool = False,
                     learning_rate: float = 3e-4, weight_decay: float = 0.1) -> tuple[Callable, Any]:
     """(step, optimizer): step(params, opt_state, batch) -> (params, opt_state, loss), one
     optax.adamw update; precision 'fp32' or 'bf16' (matrix products in bf16, fp32 master weights)."""
@@ -246,7 +247,7 @@ def make_train_step(shape: TransformerShape, *, precision: str = "fp32", checkpo
     dtype = _DTYPES[precision]
 
     def step(params: _Params, opt_state: Any, batch: jax.Array) -> tuple[_Params, Any, jax.Array]:
-        loss, grads = jax.value_and_grad(loss_of)(params, batch, shape, dtype=dtype, checkpoint=checkpoint)
+        loss, grads = jax.value_and_grad(transformer_loss)(params, batch, shape, dtype=dtype, checkpoint=checkpoint)
         updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
@@ -273,36 +274,39 @@ class StepPlan:
         return f"{self.shape.family} b={self.batch} T={self.seq} {self.precision}{ck}: {self.memory}"
 
 
-def abstract_state(shape: TransformerShape, opt: Any) -> tuple[Any, Any]:
+def _abstract_state(shape: TransformerShape, opt: Any) -> tuple[Any, Any]:
     """(parameters, optimizer state) as ShapeDtypeStruct pytrees: shapes and dtypes, no data."""
-    params = jax.eval_shape(lambda: init_params(shape, jax.random.key(0)))
+    params = jax.eval_shape(lambda: transformer_init(shape, jax.random.key(0)))
     return params, jax.eval_shape(opt.init, params)
 
 
+@functools.lru_cache(maxsize=128)
 def plan_step(shape: TransformerShape, batch: int, seq: int, *, precision: str = "fp32",
               checkpoint: bool = False, donate: bool = True) -> StepPlan:
     """Compile one AdamW step for a (batch, seq + 1) block of token ids from abstract shapes alone and
-    return its plan; donate=True lets the new parameters and state reuse the old ones' buffers."""
+    return its plan; donate=True lets the new parameters and state reuse the old ones' buffers. The
+    same arguments return the same plan (compiled once, with that compile's time)."""
     positive("batch", batch, "pass the micro-batch in sequences", whole=True)
     positive("seq", seq, "pass the sequence length in tokens", whole=True)
     if seq > shape.max_seq:
         raise ValueError(f"seq={seq} is longer than the model's {shape.max_seq} positions")
-    step, opt = make_train_step(shape, precision=precision, checkpoint=checkpoint)
-    params, state = abstract_state(shape, opt)
+    step, opt = make_transformer_step(shape, precision=precision, checkpoint=checkpoint)
+    params, state = _abstract_state(shape, opt)
     tokens = jax.ShapeDtypeStruct((batch, seq + 1), jnp.int32)
     start = time.perf_counter()
     lowered = jax.jit(step, donate_argnums=(0, 1) if donate else ()).lower(params, state, tokens)
     compiled = lowered.compile()
     seconds = time.perf_counter() - start
     return StepPlan(shape, batch, seq, precision, checkpoint, xla_memory_plan(compiled),
-                    4 * param_count(shape), seconds, dot_operand_dtypes(lowered.as_text("hlo")),
+                    4 * transformer_param_count(shape), seconds, dot_operand_dtypes(lowered.as_text("hlo")),
                     dot_operand_dtypes(compiled.as_text()))
 
 
 @dataclass(frozen=True)
 class AffineFit:
     """A plan's peak (arguments + outputs + temp - aliased) as constant + slope x n, fitted at two
-    values of n and checked at a third."""
+    values of n and checked at a third. XLA packs its temporaries into one heap, so the peak need not
+    be affine to the byte: `miss` says by how much it is not."""
 
     variable: str
     constant: int
@@ -316,12 +320,22 @@ class AffineFit:
         return self.constant + self.slope * self.at[2]
 
     @property
+    def miss(self) -> int:
+        """The third plan's peak less the fit's: 0 when the plan is affine to the byte."""
+        return self.peaks[2] - self.predicted
+
+    @property
     def affine(self) -> bool:
         """True when the fit predicts the third plan to the byte."""
-        return self.predicted == self.peaks[2]
+        return self.miss == 0
+
+    @property
+    def relative_miss(self) -> float:
+        """The miss as a fraction of the third plan's peak."""
+        return self.miss / self.peaks[2]
 
     def __str__(self) -> str:
-        verdict = "exact" if self.affine else f"off by {self.peaks[2] - self.predicted:+,} bytes"
+        verdict = "exact" if self.affine else f"off by {self.miss:+,} bytes, {self.relative_miss:+.2%}"
         return (f"peak = {self.constant:,} + {self.slope:,} x {self.variable}; at {self.variable}="
                 f"{self.at[2]} the fit gives {self.predicted:,} bytes, the plan {self.peaks[2]:,} ({verdict})")
 
@@ -334,7 +348,7 @@ def _fit(variable: str, at: tuple[int, int, int], plans: list[StepPlan]) -> Affi
     return AffineFit(variable, peaks[0] - slope * at[0], slope, at, peaks)  # type: ignore[arg-type]
 
 
-def per_sequence_bytes(shape: TransformerShape, seq: int, batches: tuple[int, int, int] = (1, 2, 4),
+def plan_per_sequence(shape: TransformerShape, seq: int, batches: tuple[int, int, int] = (1, 2, 4),
                        **options: Any) -> tuple[AffineFit, list[StepPlan]]:
     """The step's planned peak as constant + micro-batch x per-sequence bytes (fit at batches[0] and
     batches[1], checked at batches[2]) and the three plans; options go to plan_step."""
@@ -342,7 +356,7 @@ def per_sequence_bytes(shape: TransformerShape, seq: int, batches: tuple[int, in
     return _fit("b", batches, plans), plans
 
 
-def per_layer_bytes(shape: TransformerShape, batch: int, seq: int, layers: tuple[int, int, int] = (1, 2, 3),
+def plan_per_layer(shape: TransformerShape, batch: int, seq: int, layers: tuple[int, int, int] = (1, 2, 3),
                     **options: Any) -> tuple[AffineFit, list[StepPlan]]:
     """The step's planned peak as constant + layers x per-layer bytes, the same model at fewer blocks
     (fit at layers[0] and layers[1], checked at layers[2]); extrapolate to the full depth with
