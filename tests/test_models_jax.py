@@ -79,6 +79,7 @@ def test_models_are_causal_and_the_step_trains(shape):
     later = jax.jit(functools.partial(mj.transformer_logits, shape=shape))(params, changed)
     np.testing.assert_allclose(later[:, :-1], logits[:, :-1], atol=1e-5)
     assert not np.allclose(later[:, -1], logits[:, -1])
+    bf16 = float(jax.jit(functools.partial(mj.transformer_loss, shape=shape, dtype=jnp.bfloat16))(params, batch))
     step, opt = mj.make_transformer_step(shape, learning_rate=1e-2)
     step = jax.jit(step)
     state, losses = opt.init(params), []
@@ -86,8 +87,7 @@ def test_models_are_causal_and_the_step_trains(shape):
         params, state, loss = step(params, state, batch)
         losses.append(float(loss))
     assert abs(losses[0] - np.log(shape.vocab)) < 0.1 and losses[-1] < losses[0] - 0.5
-    bf16 = float(jax.jit(functools.partial(mj.transformer_loss, shape=shape, dtype=jnp.bfloat16))(params, batch))
-    assert abs(bf16 - losses[-1]) < 0.05 * losses[-1]
+    assert abs(bf16 - losses[0]) < 0.01 * losses[0]   # the same first loss with bf16 matrix products
 
 
 # Large enough that the activations, not XLA's packing of small buffers, set the plan's growth.
