@@ -4,13 +4,14 @@
   nothing downloaded), the hand formula, and the published figures (124,439,808; 1,100,048,384);
 - the models compute (causal, near a uniform guess at the start, bf16 close to fp32) and the AdamW
   step trains;
-- the compiler's plan of a step is affine in the micro-batch and in the number of layers, to the byte;
+- the compiler's plan of a step grows with the micro-batch and the number of layers, nearly but not
+  exactly affinely (XLA packs temporaries into one heap): the fit says by how much it misses;
 - planning the full-size 1.1B Llama step from abstract shapes allocates nothing of its size (peak
   RSS of a fresh process far below the plan's 13.2 GB of arguments);
 - what XLA:CPU does to the bf16 dots JAX emits (counted in the compiled HLO text).
 
-Plans are compiled on small shapes where a size does not matter (XLA's compile time does not grow
-with the tensors but with the program), and only once at full size, in the subprocess.
+Plans are compiled on small shapes (XLA's compile time grows with the program, not the tensors: about
+7-10 s of CPU for one full-size step, a few for these), and once at full size, in the subprocess.
 """
 
 import functools
@@ -95,17 +96,27 @@ LLAMA_SMALL = mj.TransformerShape("llama", vocab=2048, d_model=256, n_layers=2, 
                                   d_ff=704, max_seq=256, tied=False)
 
 
+def _check_fit(fit, plans):
+    """The fit is exact at its two points, the plan grows, and what is left over is reported."""
+    assert [fit.constant + fit.slope * n for n in fit.at[:2]] == [p.memory.total for p in plans[:2]], str(fit)
+    assert fit.peaks[0] < fit.peaks[1] < fit.peaks[2] and fit.slope > 0, str(fit)
+    assert fit.miss == plans[2].memory.total - fit.predicted and fit.affine == (fit.miss == 0)
+    # Not affine to the byte: XLA packs the temporaries into one heap, differently at each size (4.5%
+    # off at b = 4 here with jax 0.10.2 on XLA:CPU; 22% for full-size GPT-2 in fp32). Bounded, not exact.
+    assert abs(fit.relative_miss) < 0.10, str(fit)
+
+
 def test_plan_is_nearly_affine_in_the_micro_batch_and_the_layers():
     fit, plans = mj.plan_per_sequence(LLAMA_SMALL, 256, (1, 2, 4), precision="bf16", checkpoint=True)
     print(fit)
-    assert fit.slope > 0 and abs(fit.relative_miss) < 0.01, str(fit)
+    _check_fit(fit, plans)
     P = mj.transformer_param_count(LLAMA_SMALL)
     for p in plans:   # donated: the new parameters and both AdamW moments reuse the old buffers
         assert p.memory.aliased == 12 * P + 4 == 3 * p.param_bytes + 4   # + AdamW's int32 step count
         assert p.memory.arguments == 12 * P + 4 + 4 * p.batch * 257
     fit, plans = mj.plan_per_layer(LLAMA_SMALL, 1, 256, (1, 2, 3), precision="bf16", checkpoint=True)
     print(fit)
-    assert fit.slope > 0 and abs(fit.relative_miss) < 0.01, str(fit)
+    _check_fit(fit, plans)
 
 
 def test_cpu_compiles_bf16_dots_in_f32():
