@@ -101,26 +101,27 @@ def _check_fit(fit, plans):
     assert [fit.constant + fit.slope * n for n in fit.at[:2]] == [p.memory.total for p in plans[:2]], str(fit)
     assert fit.peaks[0] < fit.peaks[1] < fit.peaks[2] and fit.slope > 0, str(fit)
     assert fit.miss == plans[2].memory.total - fit.predicted and fit.affine == (fit.miss == 0)
-    # Not affine to the byte: XLA packs the temporaries into one heap, differently at each size (4.5%
-    # off at b = 4 here with jax 0.10.2 on XLA:CPU; 22% for full-size GPT-2 in fp32). Bounded, not exact.
+    # Not affine to the byte: XLA packs the temporaries into one heap, differently at each size (with
+    # jax 0.10.2 on XLA:CPU: -5.3% at b = 8 from b = 2, 4 here, +4.5% at b = 4 from b = 1, 2; -0.5% at
+    # 4 layers from 2, 3, but +8% at 3 from 1, 2; -22% for full-size GPT-2 fp32 at b = 4 from 1, 2).
     assert abs(fit.relative_miss) < 0.10, str(fit)
 
 
 def test_plan_is_nearly_affine_in_the_micro_batch_and_the_layers():
-    fit, plans = mj.plan_per_sequence(LLAMA_SMALL, 256, (1, 2, 4), precision="bf16", checkpoint=True)
+    fit, plans = mj.plan_per_sequence(LLAMA_SMALL, 256, (2, 4, 8), precision="bf16", checkpoint=True)
     print(fit)
     _check_fit(fit, plans)
     P = mj.transformer_param_count(LLAMA_SMALL)
     for p in plans:   # donated: the new parameters and both AdamW moments reuse the old buffers
         assert p.memory.aliased == 12 * P + 4 == 3 * p.param_bytes + 4   # + AdamW's int32 step count
         assert p.memory.arguments == 12 * P + 4 + 4 * p.batch * 257
-    fit, plans = mj.plan_per_layer(LLAMA_SMALL, 1, 256, (1, 2, 3), precision="bf16", checkpoint=True)
+    fit, plans = mj.plan_per_layer(LLAMA_SMALL, 2, 256, (2, 3, 4), precision="bf16", checkpoint=True)
     print(fit)
     _check_fit(fit, plans)
 
 
 def test_cpu_compiles_bf16_dots_in_f32():
-    plan = mj.plan_step(LLAMA_SMALL, 1, 256, precision="bf16", checkpoint=True)   # planned above
+    plan = mj.plan_step(LLAMA_SMALL, 2, 256, precision="bf16", checkpoint=True)   # planned above
     print(plan.dots_before, plan.dots_after)
     # JAX asks for bf16 products only (a few attention dots mix an f32 operand in); none in f32.
     assert plan.dots_before.get(("bf16", "bf16"), 0) > 0 and ("f32", "f32") not in plan.dots_before
