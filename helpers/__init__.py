@@ -36,6 +36,8 @@ _LAZY = {
     "distributed_torch": ("launch", "rank_memory"),
     "estimate": ("build_ledger", "fit_per_sequence", "load_config", "plan_from_traces", "trace_step"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
+    "models_jax": ("make_transformer_step", "plan_per_layer", "plan_per_sequence", "plan_step", "shape_from_hf",
+                   "transformer_init", "transformer_logits", "transformer_loss", "transformer_param_count"),
     "plotting": ("Reference", "bars2", "measured_on", "memory_timeline", "plot", "plot_ratios", "stacked",
                  "stacked_bars"),
 }
