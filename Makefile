@@ -35,7 +35,7 @@ test: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests
 
-# The full-size traces of real transformers models (helpers/estimate.py; marker `slow`, which make test
+# The full-size traces and compiles of real models (helpers/estimate.py, models_jax.py; marker `slow`, which make test
 # leaves out to keep within its time): minutes on 2 cores. CI (.ci/run) runs them after make test.
 slow-test: $(STAMP)
 	$(BIN)/python -m pytest -m slow tests

@@ -139,6 +139,7 @@ print(json.dumps({"arguments": plan.memory.arguments, "temp": plan.memory.temp,
 """
 
 
+@pytest.mark.slow
 def test_full_size_plan_allocates_nothing():
     out = subprocess.run([sys.executable, "-c", _FULL_SIZE], capture_output=True, text=True, check=True)
     got = json.loads(out.stdout.strip().splitlines()[-1])
