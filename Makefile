@@ -36,7 +36,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests
 
 # The full-size traces and compiles of real models (helpers/estimate.py, models_jax.py; marker `slow`, which make test
-# leaves out to keep within its time): minutes on 2 cores. CI (.ci/run) runs them after make test.
+# leaves out to keep within its time): about a minute on an idle 2-core machine. CI (.ci/run) runs them after make test.
 slow-test: $(STAMP)
 	$(BIN)/python -m pytest -m slow tests
 

@@ -34,8 +34,6 @@ class RankFailed(RuntimeError):
     """A rank of a launch raised, died or timed out; the message names the rank and its error."""
 
 
-
-
 def _entry(fn: Callable, rank: int, world: int, store: str, backend: str, args: tuple, results: Any) -> None:
     if sys.platform.startswith("linux"):  # should the launching kernel be killed outright, take the rank with it
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
