@@ -20,7 +20,7 @@ from .gpt import GPTConfig, gpt_param_count, synthetic_tokens
 from .planner import choose_interventions
 from .program_text import count_ops, dot_operand_dtypes, hlo_schedule
 from .search import first_below
-from .sharding import collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
+from .sharding import StepBytes, collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
 from .timing import Benchmark, Timings, synchronize, time_together
 from .units import fmt_bytes, fmt_ratio, fmt_timed
 

@@ -12,9 +12,9 @@ closed forms, and the memory ladder planned on traced bytes.
   the traced step, so the traced step starts with its state as every later step does.
 - Per-sequence bytes: the step is traced at two micro-batches b1 < b2; peak = constant + b x
   per-sequence, and the fit is checked (to the byte) at a third micro-batch b3 = 2 b2.
-- The planner climbs accumulate -> checkpoint -> bf16 -> add devices as hp.choose_interventions
-  does, but on the traced bytes of each configuration, and calls a rung a fit only when the step
-  traced at that micro-batch fits the card and the next micro-batch traced does not.
+- The planner is hp.choose_interventions (accumulate -> checkpoint -> bf16 -> add devices) on the
+  traced bytes of each setting, which calls a rung a fit only when the step traced at that
+  micro-batch fits the card and the next micro-batch traced does not.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from torch.utils._pytree import tree_leaves
 
 from .anatomy import gpt_activation_bytes
 from .memory_torch import MemoryReport, MemoryTracker, Workload, _storages, predict_memory
-from .sharding import smallest_fit, zero_bytes
+from .sharding import StepBytes, zero_bytes
 from .units import fmt_bytes
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -529,64 +529,49 @@ class Ladder:
 def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, global_batch: int, card_bytes: int, *,
                      max_accumulation: int = 64, min_micro_batch: int = 1,
                      progress: Callable[[str], None] | None = None) -> Ladder:
-    """Climb accumulate -> checkpoint -> bf16 -> add devices on each setting's traced constant and
-    per-sequence bytes (fits: setting name -> Fit, or a function that fits a setting when the ladder
-    reaches it; fp32, fp32+ckpt, bf16+ckpt are used, a missing one skipped). A rung is a
-    fit only when the step traced at its micro-batch fits card_bytes and the step traced at the
-    largest fitting micro-batch + 1 does not. Accumulation counts are powers of two dividing the batch."""
+    """hp.choose_interventions on each setting's traced constant and per-sequence bytes (fits: setting
+    name -> Fit, or a function that fits a setting when the ladder reaches it; fp32, fp32+ckpt,
+    bf16+ckpt are used), with every fit decided by traces: a rung is a fit only when the step traced at
+    its micro-batch fits card_bytes and the step traced at the largest fitting micro-batch + 1 does not.
+    The add-devices rung is the sharding arithmetic on the last setting's traced bytes, not traced."""
+    from .planner import choose_interventions
+
     config = load_config(config)
-    ks = [k for k in (2 ** i for i in range(max_accumulation.bit_length()))
-          if k <= max_accumulation and global_batch % k == 0 and global_batch // k >= min(min_micro_batch, global_batch)]
-    levels = [("fp32", ()), ("fp32+ckpt", ("checkpoint",)), ("bf16+ckpt", ("checkpoint", "bf16"))]
-    ladder = Ladder(None)
     get = fits if callable(fits) else fits.get
-    for setting, extras in levels:
-        fit = get(setting)
-        if fit is None:
-            continue
-        seq = fit.seq
-        if fit.per_sequence <= 0:
-            raise EstimateError(f"{setting}: the traced step does not grow with the micro-batch; cannot plan on it")
-        largest = max(0, (card_bytes - fit.constant) // fit.per_sequence)
-        k = next((k for k in ks if global_batch // k <= largest), None)
-        if k is None:
-            ladder.tried.append(f"{setting}: largest micro-batch by the fit {largest}, below the smallest allowed "
-                                f"{global_batch // ks[-1]}")
-            continue
-        # the fit is a prediction: trace around it until the traced steps decide
-        def peak(b: int) -> int:
-            if progress:
-                progress(f"tracing {setting} at micro-batch {b} ...")
-            return trace_step(config, seq, b, setting).peak
-        p_next = peak(largest + 1)
-        while p_next <= card_bytes:                      # the fit was low: go up
-            largest += 1
-            p_next = peak(largest + 1)
-        p_at = peak(largest) if largest >= 1 else card_bytes + 1
-        while largest >= 1 and p_at > card_bytes:        # the fit was high: go down
-            largest, p_next = largest - 1, p_at
-            p_at = peak(largest) if largest >= 1 else card_bytes + 1
-        k = next((k for k in ks if global_batch // k <= largest), None)
-        if k is None:
-            ladder.tried.append(f"{setting}: largest traced micro-batch {largest}")
-            continue
-        micro = global_batch // k
-        p_fit = p_at if micro == largest else peak(micro)
-        rungs = (("accumulate",) if k > 1 else ()) + extras
-        ladder.plan = Rung(rungs, setting, micro, k, largest, p_fit, p_next, card_bytes)
-        return ladder
-    # rung 4: devices, on the closed-form sharding arithmetic (not traced)
-    last = get("bf16+ckpt") or get("fp32+ckpt") or get("fp32")
-    P = _model_facts(config).params
-    precision = "mixed" if last.setting.startswith("bf16") else "fp32"
-    other = max(0, last.constant - zero_bytes(P, 1, 0, precision).total)
-    fit = smallest_fit(P, card_bytes, last.per_sequence * global_batch, precision=precision, fixed_bytes=other)
-    if not fit.fits:
-        raise EstimateError(f"no rung fits {fmt_bytes(card_bytes)}: even {fit.n_devices} devices at ZeRO stage 3 "
-                            f"need {fmt_bytes(fit.estimate)} each; use a larger card or a shorter sequence")
-    ladder.devices = (f"add devices: {fit} (sharding arithmetic on the traced {last.setting} bytes: "
-                      "model states by hp.zero_bytes, not traced)")
-    return ladder
+    steps: dict[str, Fit] = {}
+    traced: dict[tuple[str, int], int] = {}        # each (setting, micro-batch) traced once
+    for s in ("fp32", "fp32+ckpt", "bf16+ckpt"):   # fitted lazily: a setting is traced when the ladder reaches it
+        fit = get(s)
+        if fit is not None:
+            if fit.per_sequence <= 0:
+                raise EstimateError(f"{s}: the traced step does not grow with the micro-batch; cannot plan on it")
+            steps[s] = fit
+        plan = None
+        if "fp32" in steps:
+            seq = steps["fp32"].seq
+
+            def peak(setting: str, b: int) -> int:
+                if (setting, b) not in traced:
+                    if progress:
+                        progress(f"tracing {setting} at micro-batch {b} ...")
+                    traced[setting, b] = trace_step(config, seq, b, setting).peak
+                return traced[setting, b]
+            plan = choose_interventions(steps, global_batch, card_bytes, n_params=_model_facts(config).params,
+                                        optimizer="adamw", max_accumulation=max_accumulation,
+                                        min_micro_batch=min_micro_batch, peak=peak)
+            if "add devices" not in plan.rungs:
+                break
+    if plan is None:
+        raise EstimateError("the planner needs the fp32 setting's traced bytes: pass fits['fp32']")
+    if "add devices" not in plan.rungs:
+        return Ladder(Rung(plan.rungs, plan.setting, plan.micro_batch, plan.accumulation, plan.largest, plan.estimate,
+                           plan.next_estimate, card_bytes), list(plan.tried))
+    if plan.zero_stage is None:
+        raise EstimateError(f"no rung fits {fmt_bytes(card_bytes)}, not even on 1024 devices at ZeRO stage 3: "
+                            "use a larger card or a shorter sequence")
+    return Ladder(None, list(plan.tried), f"add devices: {plan.devices} devices at ZeRO stage {plan.zero_stage} "
+                  f"for micro-batches of {plan.micro_batch} x {plan.accumulation} (sharding arithmetic on the traced "
+                  f"{plan.setting} bytes: model states by hp.zero_bytes, not traced)")
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -644,8 +629,9 @@ def _main(argv: list[str] | None = None) -> int:
         from .planner import choose_interventions
         acts = gpt_activation_bytes(d=dims["d"], n_layers=dims["layers"], n_heads=dims["heads"], seq=args.seq,
                                     vocab=dims["vocab"])
-        print(f"closed-form planner (hp.choose_interventions, 16d per token): "
-              f"{choose_interventions(facts.params, args.batch, acts.total, card, checkpoint_activation_factor=1 / 16)}")
+        closed = {"fp32": StepBytes(zero_bytes(facts.params, 1, 0).total, acts.total)}
+        print(f"closed-form planner (hp.choose_interventions on 16P + 16d per token and the logits, fp32, "
+              f"a lower bound): {choose_interventions(closed, args.batch, card, n_params=facts.params, optimizer='adamw')}")
         def fit_for(s: str) -> Fit:           # a rung's setting is traced only when the ladder reaches it
             if s not in fits:
                 fits[s] = fit_per_sequence(config, args.seq, s, check=False, progress=progress)

@@ -92,8 +92,8 @@ def communication_bytes(n_params: int, n_devices: int, stage: int, dtype_bytes: 
 
 @dataclass(frozen=True)
 class ShardingFit:
-    """The fewest devices and the lowest stage at which a step's estimate (model states plus
-    activations, no working buffers, so not the step's peak) fits one device."""
+    """The fewest devices and the lowest stage at which a step's estimate (the stage's model states plus
+    the step's other bytes as given: a closed form leaves working buffers out, a trace keeps them) fits one device."""
 
     n_devices: int
     stage: int
@@ -109,28 +109,65 @@ class ShardingFit:
         if not self.fits:
             return f"does not fit {fmt_bytes(self.device_bytes)} even on {self.n_devices} devices at stage 3"
         return (f"{self.n_devices} device{'s' if self.n_devices > 1 else ''} at ZeRO stage {self.stage}: "
-                f"model states + activations {fmt_bytes(self.estimate)} per device of {fmt_bytes(self.device_bytes)}")
+                f"estimated {fmt_bytes(self.estimate)} per device of {fmt_bytes(self.device_bytes)}")
 
 
-def smallest_fit(n_params: int, device_bytes: int, activation_bytes: int = 0, *, precision: str = "fp32",
-                 max_devices: int = 1024, fixed_bytes: int = 0) -> ShardingFit:
-    """The smallest N (then the lowest stage) at which state + activations / N + fixed_bytes fits
-    device_bytes: data parallelism divides the global batch, and so its activations, by N. The
-    step's working buffers are not counted: measure or plan the step itself. Of the stages that fit one N, the lowest: stages 1
-    and 2 send the same bytes per step, but under accumulation stage 2, which keeps only a shard of
-    the gradients, must reduce-scatter every micro-batch's."""
+@dataclass(frozen=True)
+class StepBytes:
+    """A step's peak in one setting as constant + micro-batch x per_sequence bytes, from a trace, a plan or
+    a measurement (helpers.estimate.Fit has the same two fields and serves as well)."""
+
+    constant: int       # bytes that do not grow with the micro-batch: model states, cast copies, the rest
+    per_sequence: int   # bytes each sequence (example) of the micro-batch adds to the peak
+
+    def __post_init__(self) -> None:
+        if self.constant < 0 or self.per_sequence <= 0:
+            raise ValueError(f"StepBytes needs constant >= 0 and per_sequence > 0, got {self.constant!r} and "
+                             f"{self.per_sequence!r}: pass a step's bytes that do not grow with the micro-batch "
+                             "and those one sequence adds")
+
+    def predict(self, micro_batch: int) -> int:
+        """The peak at a micro-batch of micro_batch sequences."""
+        return int(self.constant + micro_batch * self.per_sequence)
+
+    @classmethod
+    def through(cls, first: tuple[int, int], second: tuple[int, int]) -> StepBytes:
+        """The line through two (micro-batch, peak) pairs, each peak measured, traced or planned; the
+        per-sequence bytes rounded down to whole bytes."""
+        (b1, p1), (b2, p2) = sorted((first, second))
+        if b1 == b2 or b1 <= 0:
+            raise ValueError(f"StepBytes.through needs two different positive micro-batches, got {b1} and {b2}")
+        per = (p2 - p1) // (b2 - b1)
+        return cls(int(p1 - b1 * per), int(per))
+
+
+def smallest_fit(n_params: int, device_bytes: int, step: StepBytes | None = None, batch: int = 1, *,
+                 precision: str = "fp32", max_devices: int = 1024) -> ShardingFit:
+    """The smallest N (then the lowest stage) at which a step fits device_bytes: the model states of
+    its ZeRO stage (zero_bytes), the rest of step.constant (whatever in it is not the unsharded model
+    states, taken as 0 if step.constant is smaller), and step.per_sequence x ceil(batch / N), since
+    data parallelism divides the batch over the N devices. step is the model's own bytes per sequence
+    in the setting of precision (a trace's or plan's, helpers.estimate.Fit, or a StepBytes); None
+    counts the model states alone. Of the stages that fit one N, the lowest: stages 1 and 2 send the
+    same bytes per step, but under accumulation stage 2, which keeps only a shard of the gradients,
+    must reduce-scatter every micro-batch's."""
     positive("device_bytes", device_bytes, "pass the memory of one device in bytes")
     positive("max_devices", max_devices, "pass the most devices to consider", whole=True)
-    if activation_bytes < 0 or fixed_bytes < 0:
-        raise ValueError("activation_bytes and fixed_bytes must not be negative: they are byte counts")
+    positive("batch", batch, "pass the sequences (examples) of the batch the devices divide", whole=True)
+    per = 0 if step is None else int(step.per_sequence)
+    if step is not None and (step.constant < 0 or per <= 0):
+        raise ValueError("step must have constant >= 0 and per_sequence > 0: they are byte counts (hp.StepBytes)")
+    other = 0 if step is None else max(0, int(step.constant) - zero_bytes(n_params, 1, 0, precision).total)
+
+    def estimate(n: int, stage: int) -> int:
+        return zero_bytes(n_params, n, stage, precision).total + other + per * _shard(int(batch), n)
+
     for n in range(1, int(max_devices) + 1):
         for stage in STAGES if n > 1 else (0,):
-            est = zero_bytes(n_params, n, stage, precision).total + _shard(int(activation_bytes), n) + fixed_bytes
-            if est <= device_bytes:
-                return ShardingFit(n, stage, est, int(device_bytes))
+            if estimate(n, stage) <= device_bytes:
+                return ShardingFit(n, stage, estimate(n, stage), int(device_bytes))
     n = int(max_devices)
-    return ShardingFit(n, 3, zero_bytes(n_params, n, 3, precision).total + _shard(int(activation_bytes), n)
-                       + fixed_bytes, int(device_bytes))
+    return ShardingFit(n, 3, estimate(n, 3), int(device_bytes))
 
 
 _DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f16": 2, "bf16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4,

@@ -159,9 +159,11 @@ def test_gpt2_124m_on_24_gb_traced_to_fit_and_the_next_micro_batch_not():
     assert plan.setting == "fp32" and plan.rungs == ("accumulate",)
     assert plan.traced_fit <= card < plan.traced_next and plan.micro_batch <= plan.largest
     assert plan.micro_batch < 16                             # the closed-form planner's 16 does not fit
-    old = hp.choose_interventions(124_439_808, 32, hp.gpt_activation_bytes(d=768, n_layers=12, n_heads=12, seq=T,
-                                  vocab=50257).total, card)
-    assert old.micro_batch == 16 and old.fits                # what the old planner said, kept working
+    closed = hp.StepBytes(16 * 124_439_808, hp.gpt_activation_bytes(d=768, n_layers=12, n_heads=12, seq=T,
+                                                                   vocab=50257).total)
+    old = hp.choose_interventions({"fp32": closed}, 32, card)
+    assert old.micro_batch == 16 and old.fits                # the closed form, 16d per token: a lower bound
+    assert plan.traced_fit > closed.predict(plan.micro_batch)
 
 
 # -- the command line --------------------------------------------------------------------------

@@ -60,13 +60,19 @@ def test_smallest_fit_picks_the_fewest_devices_then_the_lowest_stage():
     fit = hp.smallest_fit(P, 13 * P)
     assert (fit.n_devices, fit.stage, fit.estimate, fit.fits) == (2, 1, 12 * P, True)
     assert (hp.smallest_fit(P, 11 * P).stage, hp.smallest_fit(P, 9 * P).stage) == (2, 3)
-    fit = hp.smallest_fit(P, 13 * P, activation_bytes=4 * P)   # activations are divided by N too
+    fit = hp.smallest_fit(P, 13 * P, hp.StepBytes(16 * P, P), 4)   # the batch, so its bytes, is divided by N
     assert (fit.n_devices, fit.stage) == (2, 2) and fit.estimate == 10 * P + 2 * P
-    assert "2 devices at ZeRO stage 2: model states + activations" in str(fit)
+    assert "2 devices at ZeRO stage 2: estimated" in str(fit)
+    # the constant beyond the unsharded model states (a trace's working buffers) stays on every device
+    fit = hp.smallest_fit(P, 13 * P, hp.StepBytes(17 * P, P), 4)
+    assert (fit.n_devices, fit.stage, fit.estimate) == (2, 2, 10 * P + P + 2 * P)
+    # an odd batch: a device takes ceil(batch / N) sequences, not the bytes split evenly
+    assert hp.smallest_fit(P, 100 * P, hp.StepBytes(16 * P, 10), 3).estimate == 16 * P + 30
+    assert hp.smallest_fit(P, 13 * P, hp.StepBytes(16 * P, 10), 3).estimate == 12 * P + 20
     never = hp.smallest_fit(P, P, max_devices=4)
     assert not never.fits and "does not fit" in str(never)
-    with pytest.raises(ValueError, match="must not be negative"):
-        hp.smallest_fit(P, P, activation_bytes=-1)
+    with pytest.raises(ValueError, match="per_sequence > 0"):
+        hp.StepBytes(P, -1)
 
 
 HLO = """
@@ -93,8 +99,9 @@ def test_collective_bytes_counts_kinds_payloads_and_ring_bytes():
 
 def test_the_planners_add_devices_rung_names_the_devices_and_stage():
     # 16P alone exceeds the card: no single-device rung can help, the sharding formulas decide
-    plan = hp.choose_interventions(P, 8, 1000.0, 13 * P, max_accumulation=8)
-    assert plan.rungs[-1] == "add devices" and not plan.fits
-    fit = hp.smallest_fit(P, 13 * P, activation_bytes=8 * 1000 // 8)
+    step = {"fp32": hp.StepBytes(16 * P, 1000)}
+    plan = hp.choose_interventions(step, 8, 13 * P, n_params=P, max_accumulation=8)
+    assert plan.rungs[-1] == "add devices" and not plan.fits and plan.micro_batch == 1
+    fit = hp.smallest_fit(P, 13 * P, step["fp32"], 1)
     assert (plan.devices, plan.zero_stage) == (fit.n_devices, fit.stage) == (2, 1)
-    assert hp.choose_interventions(P, 8, 1000.0, 100 * P).zero_stage is None   # fits one device
+    assert hp.choose_interventions(step, 8, 100 * P, n_params=P).zero_stage is None   # fits one device

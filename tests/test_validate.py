@@ -35,9 +35,8 @@ def test_anything_else_is_refused_saying_what_and_what_to_do(value, whole):
                                     r"such as the default 2048"),
     (lambda: hp.GPTConfig(seq=8.0), r"GPTConfig.seq must be a positive whole number, got 8.0"),
     (lambda: hp.synthetic_tokens(hp.GPTConfig(), 0), r"rows must be a positive whole number, got 0"),
-    (lambda: hp.choose_interventions(1, 2.5, 1, 1), r"batch must be a positive whole number, got 2.5"),
-    (lambda: hp.choose_interventions(1, 8, 1, 1, bf16_activation_factor=0), r"bf16_activation_factor must be a "
-                                                                  r"positive number, got 0: it is"),
+    (lambda: hp.choose_interventions({"fp32": hp.StepBytes(1, 1)}, 2.5, 1), r"batch must be a positive whole number, got 2.5"),
+    (lambda: hp.choose_interventions({"fp32": hp.StepBytes(1, 1)}, 8, 0), r"device_bytes must be a positive number, got 0"),
 ])
 def test_every_helper_reports_its_own_argument(call, message):
     with pytest.raises(ValueError, match=message):
@@ -56,5 +55,5 @@ def test_make_step_and_measure_memory_check_their_counts():
 
 
 def test_choose_interventions_takes_numpy_counts():
-    plan = hp.choose_interventions(1000, np.int64(64), 1e6, 10**9, max_accumulation=np.int64(8))
+    plan = hp.choose_interventions({"fp32": hp.StepBytes(16_000, 10**6)}, np.int64(64), 10**9, max_accumulation=np.int64(8))
     assert type(plan.micro_batch) is int and plan.micro_batch * plan.accumulation == 64
