@@ -501,10 +501,12 @@ class Rung:
     traced_fit: int              # traced peak at micro_batch
     traced_next: int             # traced peak at largest + 1 (does not fit)
     card: int
+    traced_largest: int | None = None   # traced peak at largest (fits)
 
     @property
     def fits(self) -> bool:
-        return self.traced_fit <= self.card < self.traced_next
+        """The step traced at micro_batch and at largest fits the card; the one at largest + 1 does not."""
+        return self.traced_fit <= self.card < self.traced_next and (self.traced_largest or 0) <= self.card
 
     def __str__(self) -> str:
         steps = " -> ".join(self.rungs) if self.rungs else "nothing to change"
@@ -573,7 +575,7 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
         micro = global_batch // k
         p_fit = p_at if micro == largest else peak(micro)
         rungs = (("accumulate",) if k > 1 else ()) + extras
-        ladder.plan = Rung(rungs, setting, micro, k, largest, p_fit, p_next, card_bytes)
+        ladder.plan = Rung(rungs, setting, micro, k, largest, p_fit, p_next, card_bytes, p_at)
         return ladder
     # rung 4: devices, on the closed-form sharding arithmetic (not traced)
     last = get("bf16+ckpt") or get("fp32+ckpt") or get("fp32")
