@@ -501,10 +501,12 @@ class Rung:
     traced_fit: int              # traced peak at micro_batch
     traced_next: int             # traced peak at largest + 1 (does not fit)
     card: int
+    traced_largest: int | None = None   # traced peak at largest (fits)
 
     @property
     def fits(self) -> bool:
-        return self.traced_fit <= self.card < self.traced_next
+        """The step traced at micro_batch and at largest fits the card; the one at largest + 1 does not."""
+        return self.traced_fit <= self.card < self.traced_next and (self.traced_largest or 0) <= self.card
 
     def __str__(self) -> str:
         steps = " -> ".join(self.rungs) if self.rungs else "nothing to change"
@@ -547,8 +549,8 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
                 raise EstimateError(f"{s}: the traced step does not grow with the micro-batch; cannot plan on it")
             steps[s] = fit
         plan = None
-        if "fp32" in steps:
-            seq = steps["fp32"].seq
+        if steps:
+            seq = next(iter(steps.values())).seq
 
             def peak(setting: str, b: int) -> int:
                 if (setting, b) not in traced:
@@ -562,10 +564,11 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
             if "add devices" not in plan.rungs:
                 break
     if plan is None:
-        raise EstimateError("the planner needs the fp32 setting's traced bytes: pass fits['fp32']")
+        raise EstimateError("the planner needs a setting's traced bytes: pass fits['fp32'] (or fp32+ckpt, bf16+ckpt)")
     if "add devices" not in plan.rungs:
         return Ladder(Rung(plan.rungs, plan.setting, plan.micro_batch, plan.accumulation, plan.largest, plan.estimate,
-                           plan.next_estimate, card_bytes), list(plan.tried))
+                           plan.next_estimate, card_bytes, traced.get((plan.setting, plan.largest))),
+                      list(plan.tried))
     if plan.zero_stage is None:
         raise EstimateError(f"no rung fits {fmt_bytes(card_bytes)}, not even on 1024 devices at ZeRO stage 3: "
                             "use a larger card or a shorter sequence")

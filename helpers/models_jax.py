@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import jax
@@ -84,9 +86,8 @@ class TransformerShape:
 # GPT-2 small as transformers.GPT2Config() builds it (124,439,808 parameters).
 GPT2_124M = TransformerShape("gpt2", vocab=50257, d_model=768, n_layers=12, n_heads=12, n_kv_heads=12,
                              d_ff=3072, max_seq=1024, tied=True)
-# A Llama-family 1B-class shape, TinyLlama-1.1B's config: GQA 32/4 heads, SwiGLU 5632, untied head.
-LLAMA_1B = TransformerShape("llama", vocab=32000, d_model=2048, n_layers=22, n_heads=32, n_kv_heads=4,
-                            d_ff=5632, max_seq=2048, tied=False, norm_eps=1e-5, rope_theta=10000.0)
+# LLAMA_1B, the Llama-family 1B-class shape of both twins, is read from helpers/configs/llama-1b.json
+# (Llama-3.2-1B's: GQA 32/8 heads, SwiGLU 8192, tied head; 1,235,814,400 parameters) below shape_from_hf.
 
 
 def shape_from_hf(config: Any) -> TransformerShape:
@@ -114,6 +115,10 @@ def shape_from_hf(config: Any) -> TransformerShape:
                                 get("max_position_embeddings"), bool(get("tie_word_embeddings", False)),
                                 get("rms_norm_eps", 1e-6), float(theta))
     raise ValueError(f"model_type {kind!r} is not one the course builds in JAX: pass a GPT-2 or Llama config")
+
+
+# The Llama-3.2-1B shape that helpers.estimate traces in PyTorch (one Llama shape in both twins).
+LLAMA_1B = shape_from_hf(json.loads((Path(__file__).parent / "configs" / "llama-1b.json").read_text()))
 
 
 def transformer_param_count(shape: TransformerShape) -> int:

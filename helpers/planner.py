@@ -84,12 +84,13 @@ def choose_interventions(steps: Mapping[str, PerSequence], batch: int, device_by
                          min_micro_batch: int = 1, headroom: float = 0.0,
                          peak: Callable[[str, int], int] | None = None) -> InterventionPlan:
     """Climb accumulate -> checkpoint -> bf16 -> add devices on each setting's own constant and
-    per-sequence bytes (steps: setting name -> hp.StepBytes or helpers.estimate.Fit; "fp32" required),
+    per-sequence bytes (steps: setting name -> hp.StepBytes or helpers.estimate.Fit; the ladder climbs
+    the settings given, its rungs named against an fp32 step),
     each rung with the smallest power-of-two k that divides the batch, leaves at least min_micro_batch
     sequences and fits. headroom is the share of device_bytes kept free for what the bytes given leave
     out; peak (optional) traces or measures a setting at a micro-batch, and then decides each fit."""
-    if "fp32" not in steps or set(steps) - set(SETTINGS):
-        raise ValueError(f"steps must map settings among {SETTINGS} to their bytes, 'fp32' included, got "
+    if not steps or set(steps) - set(SETTINGS):
+        raise ValueError(f"steps must map one or more settings among {SETTINGS} to their bytes, got "
                          f"{sorted(steps)}: pass e.g. {{'fp32': hp.StepBytes(constant, per_sequence)}}")
     for name, s in steps.items():
         if s.per_sequence <= 0 or s.constant < 0:

@@ -144,6 +144,7 @@ def test_the_planner_calls_a_rung_a_fit_only_when_its_trace_fits_and_the_next_do
     plan = E.plan_from_traces(fits, cfg, 32, card).plan
     assert plan.rungs == ("accumulate",) and plan.setting == "fp32" and plan.micro_batch * plan.accumulation == 32
     assert plan.fits and plan.traced_fit <= card < plan.traced_next and plan.micro_batch <= plan.largest
+    assert plan.traced_largest == E.trace_step(cfg, T, plan.largest).peak <= card   # the largest, traced, fits
     with pytest.raises(E.EstimateError, match="no rung fits"):       # no trace: the fit says micro-batch 0
         E.plan_from_traces(fits, cfg, 32, 1000)
 

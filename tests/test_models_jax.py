@@ -1,13 +1,13 @@
 """GPT-2 and a Llama-family decoder written in JAX for the course (helpers.models_jax):
 
 - the parameter count of each equals Hugging Face's for the same config (built on the meta device,
-  nothing downloaded), the hand formula, and the published figures (124,439,808; 1,100,048,384);
+  nothing downloaded), the hand formula, and the published figures (124,439,808; Llama-3.2-1B's 1,235,814,400);
 - the models compute (causal, near a uniform guess at the start, bf16 close to fp32) and the AdamW
   step trains;
 - the compiler's plan of a step grows with the micro-batch and the number of layers, nearly but not
   exactly affinely (XLA packs temporaries into one heap): the fit says by how much it misses;
-- planning the full-size 1.1B Llama step from abstract shapes allocates nothing of its size (peak
-  RSS of a fresh process far below the plan's 13.2 GB of arguments);
+- planning the full-size 1.2B Llama step from abstract shapes allocates nothing of its size (peak
+  RSS of a fresh process far below the plan's 14.8 GB of arguments);
 - what XLA:CPU does to the bf16 dots JAX emits (counted in the compiled HLO text).
 
 Plans are compiled on small shapes (XLA's compile time grows with the program, not the tensors: about
@@ -17,6 +17,7 @@ Plans are compiled on small shapes (XLA's compile time grows with the program, n
 import functools
 import json
 import subprocess
+from pathlib import Path
 import sys
 
 import jax
@@ -36,11 +37,10 @@ LLAMA_TINY = mj.TransformerShape("llama", vocab=512, d_model=64, n_layers=2, n_h
 def _hf_configs():
     transformers = pytest.importorskip("transformers")
     gpt2 = transformers.GPT2Config()
-    llama = transformers.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
-                                     num_hidden_layers=22, num_attention_heads=32, num_key_value_heads=4,
-                                     max_position_embeddings=2048, rms_norm_eps=1e-5, tie_word_embeddings=False)
+    shipped = json.loads((Path(hp.__file__).parent / "configs" / "llama-1b.json").read_text())
+    llama = transformers.LlamaConfig(**{k: v for k, v in shipped.items() if k not in ("_comment", "model_type")})
     return transformers, {"gpt2": (gpt2, "GPT2LMHeadModel", mj.GPT2_124M, 124_439_808),
-                          "llama": (llama, "LlamaForCausalLM", mj.LLAMA_1B, 1_100_048_384)}
+                          "llama": (llama, "LlamaForCausalLM", mj.LLAMA_1B, 1_235_814_400)}
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
@@ -144,6 +144,6 @@ def test_full_size_plan_allocates_nothing():
     out = subprocess.run([sys.executable, "-c", _FULL_SIZE], capture_output=True, text=True, check=True)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["arguments"] == 12 * mj.transformer_param_count(mj.LLAMA_1B) + 4 + 4 * 1025
-    # The plan's step would hold 13.2 GB of arguments and 8.5 GB of temporaries; the whole process,
+    # The plan's step would hold 14.8 GB of arguments and several GB of temporaries; the whole process,
     # JAX and the compiler included, peaks below a tenth of the arguments.
     assert got["peak_rss"] < got["arguments"] / 10, got

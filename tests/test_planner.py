@@ -105,7 +105,7 @@ def test_step_bytes_through_two_peaks():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(steps={"fp32": S(1, 1)}, batch=8, device_bytes=1, headroom=1.0), "headroom must"),
-    (dict(steps={"bf16": S(1, 1)}, batch=8, device_bytes=1), "'fp32' included"),
+    (dict(steps={}, batch=8, device_bytes=1), "one or more settings"),
     (dict(steps={"fp32": S(1, 1), "fp16": S(1, 1)}, batch=8, device_bytes=1), "settings among"),
     (dict(steps={"fp32": S(1, 1)}, batch=0, device_bytes=1), "batch must"),
     (dict(steps={"fp32": S(1, 1)}, batch=8, device_bytes=1, n_params=-1), "n_params must"),
