@@ -1,5 +1,5 @@
-"""Rank workers for tests/test_sharding_torch.py and tests/test_memory_torch.py: importable functions
-(spawned ranks import their function by name), kept out of the helpers package because only tests use them."""
+"""Rank workers for tests/test_sharding_torch.py: importable functions (spawned ranks import their
+function by name), kept out of the helpers package because only tests use them."""
 
 import os
 import time
@@ -27,7 +27,7 @@ def pid_of_rank(rank: int, world: int, seconds: float = 0.0) -> int:
 
 
 def fsdp2_step_memory(rank: int, world: int, width: int, depth: int, batch: int) -> dict:
-    """Worker for tests/test_memory_torch.py: one FSDP2 Adam step of an MLP (every Linear sharded),
+    """One FSDP2 Adam step of an MLP (every Linear sharded),
     its state made by a step before, measured by the course's tracker (hp.measure_memory) and by
     torch's FSDPMemTracker; returns both peaks' breakdowns and this rank's shard bytes."""
     import torch
@@ -63,3 +63,15 @@ def fsdp2_step_memory(rank: int, world: int, width: int, depth: int, batch: int)
             "theirs": {getattr(k, "value", k): v for k, v in theirs.items()},
             "local_parameters": sum(t.untyped_storage().nbytes() for t in local),
             "global_parameters": sum(p.numel() * p.element_size() for p in model.parameters())}
+
+
+def several(rank: int, world: int, stages: tuple[str, ...], width: int, depth: int, batch: int,
+            fsdp2_depth: int) -> dict:
+    """Worker for the tests that share one launch (starting ranks is the slow part): this rank's number
+    and process id, hp.rank_memory's results for `stages`, and then fsdp2_step_memory's for an MLP of
+    `fsdp2_depth` layers (each builds its own model and measures only its own step)."""
+    import helpers as hp
+
+    return {"rank": rank, "pid": os.getpid(),
+            "stages": hp.rank_memory(rank, world, stages, width, depth, batch),
+            "fsdp2": fsdp2_step_memory(rank, world, width, fsdp2_depth, batch)}

@@ -1,5 +1,7 @@
 """helpers.distributed_torch: ranks launched from Python report their results, a failing rank is
-named with its exception, and no rank process outlives a launch (failure, timeout or interrupt)."""
+named with its exception, and no rank process outlives a launch (failure, timeout or interrupt); the
+memory of the sharded steps in those ranks. Starting ranks is the slow part: the tests of what ranks
+report share one launch (the fixture `ranks`)."""
 
 import os
 import signal
@@ -44,9 +46,21 @@ def _children() -> set[int]:
     return out
 
 
-def test_ranks_report_in_rank_order():
-    pids = hp.launch(W.pid_of_rank, 2, timeout=300)
-    assert len(set(pids)) == 2 and os.getpid() not in pids
+WIDTH, DEPTH, BATCH, N = 64, 4, 8, 2   # 4 layers: at 2, even the peak without prefetch holds a gather buffer
+ENGINES = ("ddp", "zero1", "fsdp2", "fsdp2-no-prefetch")
+FSDP2_DEPTH = 2
+
+
+@pytest.fixture(scope="module")
+def ranks():
+    """What each of N ranks of one launch reports (rank_workers.several), in the order launch returns it."""
+    return hp.launch(W.several, N, ENGINES, WIDTH, DEPTH, BATCH, FSDP2_DEPTH, backend="gloo", timeout=300)
+
+
+def test_ranks_report_in_rank_order(ranks):
+    assert [r["rank"] for r in ranks] == list(range(N))
+    pids = [r["pid"] for r in ranks]
+    assert len(set(pids)) == N and os.getpid() not in pids
     assert not any(_alive(p) for p in pids)
 
 
@@ -121,14 +135,12 @@ def test_a_function_defined_outside_a_module_is_refused():
         hp.launch(W.pid_of_rank, 0)
 
 
-def test_rank_memory_matches_the_formulas():
-    width, depth, batch, n = 64, 4, 8, 2   # 4 layers: at 2, even the peak without prefetch holds a gather buffer
-    engines = ("ddp", "zero1", "fsdp2", "fsdp2-no-prefetch")
-    ranks = hp.launch(hp.rank_memory, n, engines, width, depth, batch, backend="gloo", timeout=300)
+def test_rank_memory_matches_the_formulas(ranks):
+    width, depth, n, engines = WIDTH, DEPTH, N, ENGINES
     sizes = [width * width, width] * depth
     P = sum(sizes)
     one_round = 4 * P * (n - 1) // n
-    for r in ranks:
+    for r in (rank["stages"] for rank in ranks):
         for engine, stage in {"ddp": 0, "zero1": 1, "fsdp2": 3, "fsdp2-no-prefetch": 3}.items():
             want = hp.sharded_bytes(sizes, n, stage)
             got = r[engine]
@@ -152,4 +164,23 @@ def test_rank_memory_matches_the_formulas():
         assert r["fsdp2"]["at_peak"]["all gather"] == one_layer and "all gather" not in r["fsdp2-no-prefetch"]["at_peak"]
         assert r["fsdp2"]["peak"] - r["fsdp2-no-prefetch"]["peak"] == one_layer
     with pytest.raises(D.RankFailed, match="unknown stage 'zero2'"):
-        hp.launch(hp.rank_memory, n, ("zero2",), width, depth, batch, timeout=300)
+        hp.launch(hp.rank_memory, n, ("zero2",), width, depth, BATCH, timeout=300)
+
+
+def test_fsdp2_dtensors_are_booked_at_their_local_shard(ranks):
+    """A 2-rank FSDP2 Adam step (gloo, CPU): the parameters, gradients and Adam state FSDP2 keeps as
+    DTensors are booked at this rank's shard, as torch's FSDPMemTracker books them and as
+    hp.zero_bytes(P, 2, 3) counts them, not at their global size. The peaks' totals are not compared:
+    the course's tracker does not follow UntypedStorage.resize_, by which FSDP2 frees and regrows its
+    gathered parameters (FSDPMemTracker does), so its all-gather and reduce-scatter buffers differ."""
+    width, depth, n = WIDTH, FSDP2_DEPTH, N
+    P = depth * (width * width + width)
+    want = hp.zero_bytes(P, n, 3)
+    for r in (rank["fsdp2"] for rank in ranks):
+        ours, theirs = r["ours"], r["theirs"]
+        assert r["local_parameters"] == want.parameters == r["global_parameters"] // n
+        assert ours["parameters"] == theirs["Sharded Param"] == want.parameters
+        assert ours["gradients"] == theirs["Sharded Grad"] == want.gradients
+        # Adam's moments, plus its 4-byte step counter per parameter tensor
+        assert ours["optimizer state"] == theirs["OptState"] == want.optimizer + 4 * 2 * depth
+        assert ours["inputs"] == theirs["Inputs"] and ours["activations"] == theirs["Activation"]
