@@ -341,7 +341,7 @@ class Row:
     def __str__(self) -> str:
         closed = "-" if self.closed is None else _mb(self.closed)
         kor = "" if self.korthikanti is None else f"; Korthikanti's closed form {_mb(self.korthikanti)}"
-        why = self.reason
+        why = self.reason if self.residual or self.explained else ""   # a reason explains a residual: none, none shown
         if self.unexplained:
             why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"
         return f"  {self.name:<21}{closed:>13}{_mb(self.traced):>13}{_mb(self.residual):>13}  {why}{kor}"
@@ -367,8 +367,9 @@ class Ledger:
         if not self.fit.affine:
             note += ("\n  (the fit is not affine: the peak falls at a different point of the step at different "
                      "micro-batches, so its rows are not a constant and a per-sequence part; trust the traced peaks)")
-        return "\n".join([str(self.fit), "  -- constant part (at the peak)", head, *map(str, self.constant),
-                          "  -- per sequence", head, *map(str, self.per_sequence)] + ([note] if note else []))
+        shown = lambda rows: [str(r) for r in rows if r.traced or r.closed]   # noqa: E731  (empty rows left out)
+        return "\n".join([str(self.fit), "  -- constant part (at the peak)", head, *shown(self.constant),
+                          "  -- per sequence", head, *shown(self.per_sequence)] + ([note] if note else []))
 
 
 def _variant(config, **changes):
@@ -548,6 +549,8 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
             if fit.per_sequence <= 0:
                 raise EstimateError(f"{s}: the traced step does not grow with the micro-batch; cannot plan on it")
             steps[s] = fit
+            for t in getattr(fit, "traces", []):     # the fit's own traces decide too: not traced again
+                traced.setdefault((s, t.micro_batch), t.peak)
         plan = None
         if steps:
             seq = next(iter(steps.values())).seq
@@ -597,9 +600,10 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq", type=int, required=True, help="sequence length T")
     ap.add_argument("--batch", type=int, required=True, help="global batch (sequences per optimizer step)")
     ap.add_argument("--card", required=True, help="memory of one device, e.g. 24GB or 80GiB")
-    ap.add_argument("--settings", default=",".join(SETTINGS), help="ledgers to print (default: all)")
-    ap.add_argument("--explain", default="fp32", help="settings whose residuals variant traces explain "
-                    "(default fp32; 'none' for none; each costs about 10 traces; not under checkpointing)")
+    ap.add_argument("--settings", default="fp32", help=f"ledgers to print, comma-separated among {', '.join(SETTINGS)} "
+                    "(default fp32; the ladder traces the others it needs)")
+    ap.add_argument("--explain", default="none", help="settings whose residuals variant traces name, e.g. fp32 "
+                    "(default none; each costs about 10 more traces; not under checkpointing)")
     ap.add_argument("--no-explain", action="store_true", help="same as --explain none")
     ap.add_argument("--max-layers", type=int, default=64, help="refuse to trace deeper models (default 64)")
     args = ap.parse_args(argv)
@@ -629,6 +633,8 @@ def _main(argv: list[str] | None = None) -> int:
             ledger = build_ledger(config, args.seq, s, explain=explain, progress=progress)
             fits[s] = ledger.fit
             print(ledger)
+            if not explain and any(r.unexplained for r in ledger.per_sequence) and not SETTINGS[s].checkpoint:
+                print(f"  (to name these residuals, trace variants of the config: --explain {s}, about 10 more traces)")
         from .planner import choose_interventions
         acts = gpt_activation_bytes(d=dims["d"], n_layers=dims["layers"], n_heads=dims["heads"], seq=args.seq,
                                     vocab=dims["vocab"])
