@@ -169,15 +169,22 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
     collectives this rank calls per step (calls, payload bytes, bytes sent: the mean over the first
     `steps` steps), then the peak of five more (_step_peak); return those, and this rank's bytes of
     parameters, gradients, optimizer state (Adam's moments), Adam's step counters and input after
-    the last step."""
+    the last step; under DDP, its buckets, the gradients' distinct storages and whether all are the
+    buckets'; under ZeRO-1, the elements of the whole tensors assigned to this rank ('owned')."""
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     model = _mlp(width, depth)
+    buckets: dict[int, int] = {}   # DDP: bucket index -> its buffer's storage
     if stage in ("ddp", "zero1"):
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
         model = DDP(model, gradient_as_bucket_view=True)  # gradients live in DDP's buckets, no second copy
-        model.register_comm_hook(None, allreduce_hook)  # DDP's all-reduce, called from Python (so counted)
+
+        # DDP's all-reduce, called from Python (so counted); unannotated, as DDP checks a hook's annotations
+        def hook(group, bucket):
+            buckets[bucket.index()] = bucket.buffer().untyped_storage().data_ptr()   # the latest, after a rebuild
+            return allreduce_hook(group, bucket)
+        model.register_comm_hook(None, hook)
         if stage == "ddp":
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         else:
@@ -209,7 +216,15 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
             step()
     peak = _step_peak(stage, step, forward, model, opt, x)   # steady steps: DDP rebuilds its buckets in step 2
     params = list(model.parameters())
-    return {"parameters": _nbytes(params), "gradients": _nbytes([p.grad for p in params if p.grad is not None]),
+    grads = [p.grad for p in params if p.grad is not None]
+    extra: dict[str, Any] = {}
+    if buckets:   # are the gradients views of DDP's buckets? (distinct storages, and how many are buckets')
+        storages = {g.untyped_storage().data_ptr() for g in grads}
+        extra = {"buckets": len(buckets), "grad_storages": len(storages),
+                 "grads_in_buckets": storages <= set(buckets.values())}
+    if stage == "zero1":   # the elements of the whole tensors ZeroRedundancyOptimizer assigned to this rank
+        extra["owned"] = sum(p.numel() for group in opt._partition_parameters()[rank] for p in group["params"])
+    return {"parameters": _nbytes(params), "gradients": _nbytes(grads), **extra,
             "optimizer": _nbytes(_state_tensors(opt)), "counters": _nbytes(_state_tensors(opt, counters=True)),
             "input": x.nbytes, **peak,
             "collectives": {k: [c // steps, b // steps, t // steps] for k, (c, b, t) in comm.counts.items() if c}}

@@ -156,6 +156,12 @@ def test_rank_memory_matches_the_formulas(ranks):
             assert isinstance(got["peak_max"], int) and got["peak_max"] >= got["peak"]
             # DDP and ZeRO-1 peak in Adam's update, with the whole gradients; FSDP2 in the backward pass
             assert got["peak_phase"] == ("backward" if engine.startswith("fsdp2") else "optimizer")
+        # with gradient_as_bucket_view every gradient is a view of one of DDP's buckets: one copy, not two
+        for engine in ("ddp", "zero1"):
+            assert r[engine]["grads_in_buckets"] and r[engine]["grad_storages"] == r[engine]["buckets"] >= 1
+        # ZeroRedundancyOptimizer keeps Adam's two fp32 moments for the whole tensors it assigned this rank
+        assert r["zero1"]["optimizer"] == 8 * r["zero1"]["owned"]
+        assert "owned" not in r["ddp"] and "buckets" not in r["fsdp2"]
         # torch's own MemTracker sees DDP's step peak where the course's tracker does, to the byte
         assert r["ddp"]["peak_memtracker"] == r["ddp"]["peak"]
         assert all("peak_memtracker" not in r[e] for e in engines if e != "ddp")
@@ -184,3 +190,13 @@ def test_fsdp2_dtensors_are_booked_at_their_local_shard(ranks):
         # Adam's moments, plus its 4-byte step counter per parameter tensor
         assert ours["optimizer state"] == theirs["OptState"] == want.optimizer + 4 * 2 * depth
         assert ours["inputs"] == theirs["Inputs"] and ours["activations"] == theirs["Activation"]
+
+
+def test_zero1_assigns_whole_tensors_so_an_odd_depth_breaks_the_per_tensor_cut():
+    width, depth, batch, n = 64, 3, 8, 2   # 3 equal weights on 2 ranks: one rank gets two of them
+    ranks = hp.launch(hp.rank_memory, n, ("zero1",), width, depth, batch, backend="gloo", timeout=300)
+    owned = [r["zero1"]["owned"] for r in ranks]
+    assert sum(owned) == depth * (width * width + width)
+    assert [r["zero1"]["optimizer"] for r in ranks] == [8 * o for o in owned]
+    cut = hp.sharded_bytes([width * width, width] * depth, n, 1).optimizer
+    assert max(8 * o for o in owned) > cut, (owned, cut)   # the per-tensor cut underestimates the fuller rank
