@@ -124,13 +124,13 @@ def start_exercises(data: dict, root: Path) -> str:
         for e in sorted((e for e in data["exercise"] if e["after_lesson"] == order), key=lambda e: e["order"]):
             fws = [f for f in e["points"] if f in layout.FRAMEWORKS]
             only = f" ({layout.FRAMEWORKS[fws[0]]})" if len(fws) == 1 else ""
-            links = ", ".join(f"[{layout.FRAMEWORKS.get(f, 'framework-neutral')}](../exercises/{f}/{e['id']}.ipynb)"
+            links = ", ".join(f"[{layout.FRAMEWORKS.get(f, 'both tracks')}](../exercises/{f}/{e['id']}.ipynb)"
                               for f in e["points"])
             items.append(f"- Exercise {e['number']}: {e['title']}{only}: {links} "
                          f"(about {minutes(stated_minutes('exercise', e, root))})")
         blocks.append("\n".join(items))
     totals = route_totals(data, root)
-    return "\n\n".join(blocks) + "\n\nIn all, the exercises of one framework with the framework-neutral ones: " + \
+    return "\n\n".join(blocks) + "\n\nIn all, the exercises of one framework with the ones both tracks share: " + \
         ", ".join(f"{name} about {hours(totals[fw][1])}" for fw, name in layout.FRAMEWORKS.items()) + " of work."
 
 
