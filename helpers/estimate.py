@@ -12,6 +12,12 @@ closed forms, and the memory ladder planned on traced bytes.
   the traced step, so the traced step starts with its state as every later step does.
 - Per-sequence bytes: the step is traced at two micro-batches b1 < b2; peak = constant + b x
   per-sequence, and the fit is checked (to the byte) at a third micro-batch b3 = 2 b2.
+- attention="fused" (CLI --attention fused) traces with attention dropout off, so that PyTorch's CPU
+  runs its fused SDPA kernel: a stand-in for a GPU's fused kernel, which accepts dropout. The default,
+  "cpu", traces the config as it is on this CPU, where attention dropout makes SDPA run its unfused
+  math kernel (three T x T fp32 tensors per head kept for backward). The stand-in leaves out the
+  fused kernel's dropout RNG state (bytes) and keeps the CPU's 4-byte scales for the other dropouts
+  where CUDA keeps 1-byte masks.
 - The planner is hp.choose_interventions (accumulate -> checkpoint -> bf16 -> add devices) on the
   traced bytes of each setting, which calls a rung a fit only when the step traced at that
   micro-batch fits the card and the next micro-batch traced does not.
@@ -57,6 +63,19 @@ SETTINGS = {s.name: s for s in (Setting("fp32"), Setting("bf16"), Setting("fp32"
 
 class EstimateError(ValueError):
     """What the estimate cannot do, in one line that says what to do instead."""
+
+
+ATTENTION = ("cpu", "fused")
+_ATTN_DROPOUT = ("attn_pdrop", "attention_dropout")
+
+
+def _with_attention(config, attention: str):
+    """The config to trace for an attention mode: as it is ("cpu"), or with attention dropout off ("fused")."""
+    if attention not in ATTENTION:
+        raise EstimateError(f"unknown attention {attention!r}: use 'cpu' (this CPU's kernels, the default) or "
+                            "'fused' (attention dropout off, so SDPA's fused kernel runs, as on a GPU)")
+    off = {k: 0.0 for k in _ATTN_DROPOUT if getattr(config, k, 0)}
+    return _variant(config, **off) if attention == "fused" and off else config
 
 
 # -- the config and the model ------------------------------------------------------------------
@@ -168,12 +187,14 @@ class Traced:
 
 
 def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *,
-               hold_outputs: bool = True) -> Traced:
+               hold_outputs: bool = True, attention: str = "cpu") -> Traced:
     """Trace one AdamW step of the config's causal LM at full size on fake tensors (hp.predict_memory),
     after a warm-up optimizer step on zero gradients so that AdamW's state exists, as in every step
     after the first. hold_outputs: the step keeps the model's output object through backward, as
-    `out = model(**batch); out.loss.backward()` does."""
-    config = load_config(config)
+    `out = model(**batch); out.loss.backward()` does. attention: "cpu" (default) traces the config as it
+    is, with this CPU's kernels; "fused" turns attention dropout off so that SDPA's fused kernel runs, a
+    stand-in for a GPU's (see the module's docstring for what it leaves out)."""
+    config = _with_attention(load_config(config), attention)
     if setting not in SETTINGS:
         raise EstimateError(f"unknown setting {setting!r}: use one of {', '.join(SETTINGS)}")
     s, dims = SETTINGS[setting], _dims(config)
@@ -261,6 +282,7 @@ class Fit:
     per_sequence: int
     rows_constant: dict[str, int]
     rows_per_sequence: dict[str, int]
+    attention: str = "cpu"
 
     def predict(self, micro_batch: int) -> int:
         return self.constant + micro_batch * self.per_sequence
@@ -276,46 +298,50 @@ class Fit:
 
     def __str__(self) -> str:
         c = self.check
+        name = self.setting + (", fused attention" if self.attention == "fused" else "")
         if len(self.traces) < 3:
-            return (f"{self.setting}: peak = {fmt_bytes(self.constant)} + b x {fmt_bytes(self.per_sequence)} per "
+            return (f"{name}: peak = {fmt_bytes(self.constant)} + b x {fmt_bytes(self.per_sequence)} per "
                     f"sequence (traced at b = {self.traces[0].micro_batch}, {self.traces[1].micro_batch}; not checked)")
         verdict = ("affine: exact" if self.affine else
                    f"NOT affine: traced {c.peak:,} B, fit {self.predict(c.micro_batch):,} B")
-        return (f"{self.setting}: peak = {fmt_bytes(self.constant)} + b x {fmt_bytes(self.per_sequence)} per sequence "
+        return (f"{name}: peak = {fmt_bytes(self.constant)} + b x {fmt_bytes(self.per_sequence)} per sequence "
                 f"(traced at b = {self.traces[0].micro_batch}, {self.traces[1].micro_batch}; at b = {c.micro_batch} "
                 f"{verdict})")
 
 
 def fit_per_sequence(config: Any, seq: int, setting: str = "fp32", micro_batches: tuple[int, int] = (2, 4), *,
-                     hold_outputs: bool = True, check: bool = True,
+                     hold_outputs: bool = True, check: bool = True, attention: str = "cpu",
                      progress: Callable[[str], None] | None = None) -> Fit:
     """Trace the step at two micro-batches b1 < b2, fit peak = constant + b x per-sequence bytes (and each
-    ledger row likewise), and (check) trace a third, 2 b2, to check the fit to the byte."""
+    ledger row likewise), and (check) trace a third, 2 b2, to check the fit to the byte. attention: as in
+    trace_step."""
     b1, b2 = micro_batches
     if not 0 < b1 < b2:
         raise EstimateError(f"micro_batches must be two sizes 0 < b1 < b2, got {micro_batches!r}")
-    config = load_config(config)
+    config = _with_attention(load_config(config), attention)
     traces = []
     for b in (b1, b2, 2 * b2) if check else (b1, b2):
         if progress:
             progress(f"tracing {setting} at micro-batch {b} ...")
         traces.append(trace_step(config, seq, b, setting, hold_outputs=hold_outputs))
-    fit = _fit(setting, seq, traces)
+    fit = _fit(setting, seq, traces, attention)
     if check and not fit.affine:   # the peak may fall elsewhere at small micro-batches: fit b2, 2 b2; check 4 b2
         if progress:
             progress(f"not affine at b = {b1}, {b2}, {2 * b2}: tracing {setting} at micro-batch {4 * b2} ...")
-        retry = _fit(setting, seq, traces[1:] + [trace_step(config, seq, 4 * b2, setting, hold_outputs=hold_outputs)])
+        retry = _fit(setting, seq, traces[1:] + [trace_step(config, seq, 4 * b2, setting, hold_outputs=hold_outputs)],
+                     attention)
         fit = retry if retry.affine else fit
     return fit
 
 
-def _fit(setting: str, seq: int, traces: list[Traced]) -> Fit:
+def _fit(setting: str, seq: int, traces: list[Traced], attention: str = "cpu") -> Fit:
     t1, t2 = traces[0], traces[1]
     b1, b2 = t1.micro_batch, t2.micro_batch
     per = (t2.peak - t1.peak) // (b2 - b1)
     r1, r2 = _rows(t1), _rows(t2)
     rows_per = {k: (r2[k] - r1[k]) // (b2 - b1) for k in r1}
-    return Fit(setting, seq, traces, t1.peak - b1 * per, per, {k: r1[k] - b1 * rows_per[k] for k in r1}, rows_per)
+    return Fit(setting, seq, traces, t1.peak - b1 * per, per, {k: r1[k] - b1 * rows_per[k] for k in r1}, rows_per,
+               attention)
 
 
 # -- the ledger --------------------------------------------------------------------------------
@@ -344,7 +370,9 @@ class Row:
         why = self.reason if self.residual or self.explained else ""   # a reason explains a residual: none, none shown
         if self.unexplained:
             why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"
-        return f"  {self.name:<21}{closed:>13}{_mb(self.traced):>13}{_mb(self.residual):>13}  {why}{kor}"
+        lines = [w for w in (why + kor).split("; ") if w]          # one reason per line
+        head = f"  {self.name:<21}{closed:>13}{_mb(self.traced):>13}{_mb(self.residual):>13}  "
+        return "\n".join([head + (lines[0] if lines else "")] + [" " * len(head) + w for w in lines[1:]]).rstrip()
 
 
 def _mb(n: int) -> str:
@@ -379,16 +407,18 @@ def _variant(config, **changes):
     return c
 
 
-def build_ledger(config: Any, seq: int, setting: str = "fp32", *, explain: bool = True,
+def build_ledger(config: Any, seq: int, setting: str = "fp32", *, explain: bool = True, attention: str = "cpu",
                  progress: Callable[[str], None] | None = None) -> Ledger:
     """The ledger of one setting: each row's closed form (the course's 16P-family counts and 16d per
     token and block via hp.gpt_activation_bytes; Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) per layer,
     which assumes 16-bit activations, 1-byte dropout masks and materialised attention scores), the
     traced bytes, and the residual; with explain, variant traces (a fused GELU, use_cache=False, the
-    output object dropped before backward) measure what each named reason accounts for."""
+    output object dropped before backward) measure what each named reason accounts for. attention: as in
+    trace_step."""
     config = load_config(config)
     s, dims, facts = SETTINGS[setting], _dims(config), _model_facts(config)
-    fit = fit_per_sequence(config, seq, setting, progress=progress)
+    fit = fit_per_sequence(config, seq, setting, attention=attention, progress=progress)
+    config = _with_attention(config, attention)          # the variants below start from the traced config
     P, tc, tp = facts.params, fit.rows_constant, fit.rows_per_sequence
     peak = fit.traces[0].report
     vb = 2 if s.precision == "bf16" else 4
@@ -440,11 +470,13 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
                       {"activation_function": "gelu_pytorch_tanh"}, True))
     attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
     if attn:
-        steps.append(("attention dropout: the CPU's SDPA then runs its math kernel, which keeps the T x T "
-                      "probabilities and dropout mask (Korthikanti's 5as/h term)", dict.fromkeys(attn, 0.0), True))
+        steps.append(("attention dropout: the CPU's SDPA then runs its unfused math kernel, which keeps three "
+                      "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities)",
+                      dict.fromkeys(attn, 0.0), True))
     other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
     if other:
-        steps.append(("the other dropouts keep a mask per value", dict.fromkeys(other, 0.0), True))
+        steps.append(("the other dropouts keep a 4-byte fp32 scale per value on the CPU", dict.fromkeys(other, 0.0),
+                      True))
     if getattr(config, "use_cache", False) and not SETTINGS[setting].checkpoint:
         steps.append(("use_cache=True returns each block's keys and values", {"use_cache": False}, True))
     steps.append(("the step holds the output object (its logits) through backward", {}, False))
@@ -534,8 +566,8 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
                      progress: Callable[[str], None] | None = None) -> Ladder:
     """hp.choose_interventions on each setting's traced constant and per-sequence bytes (fits: setting
     name -> Fit, or a function that fits a setting when the ladder reaches it; fp32, fp32+ckpt,
-    bf16+ckpt are used), with every fit decided by traces: a rung is a fit only when the step traced at
-    its micro-batch fits card_bytes and the step traced at the largest fitting micro-batch + 1 does not.
+    bf16+ckpt are used), with every fit decided by traces in the fit's attention mode: a rung is a fit
+    only when the step traced at its micro-batch fits card_bytes and the step traced at the largest fitting micro-batch + 1 does not.
     The add-devices rung is the sharding arithmetic on the last setting's traced bytes, not traced."""
     from .planner import choose_interventions
 
@@ -559,7 +591,7 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
                 if (setting, b) not in traced:
                     if progress:
                         progress(f"tracing {setting} at micro-batch {b} ...")
-                    traced[setting, b] = trace_step(config, seq, b, setting).peak
+                    traced[setting, b] = trace_step(config, seq, b, setting, attention=steps[setting].attention).peak
                 return traced[setting, b]
             plan = choose_interventions(steps, global_batch, card_bytes, n_params=_model_facts(config).params,
                                         optimizer="adamw", max_accumulation=max_accumulation,
@@ -605,6 +637,9 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--explain", default="none", help="settings whose residuals variant traces name, e.g. fp32 "
                     "(default none; each costs about 10 more traces; not under checkpointing)")
     ap.add_argument("--no-explain", action="store_true", help="same as --explain none")
+    ap.add_argument("--attention", choices=ATTENTION, default="cpu", help="cpu: this CPU's kernels, where attention "
+                    "dropout runs SDPA's unfused math kernel (default); fused: attention dropout off, so the fused "
+                    "kernel runs, a stand-in for a GPU's")
     ap.add_argument("--max-layers", type=int, default=64, help="refuse to trace deeper models (default 64)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -630,7 +665,7 @@ def _main(argv: list[str] | None = None) -> int:
         fits: dict[str, Fit] = {}
         for s in settings:
             explain = not args.no_explain and s in args.explain.split(",")
-            ledger = build_ledger(config, args.seq, s, explain=explain, progress=progress)
+            ledger = build_ledger(config, args.seq, s, explain=explain, attention=args.attention, progress=progress)
             fits[s] = ledger.fit
             print(ledger)
             if not explain and any(r.unexplained for r in ledger.per_sequence) and not SETTINGS[s].checkpoint:
@@ -643,7 +678,8 @@ def _main(argv: list[str] | None = None) -> int:
               f"a lower bound): {choose_interventions(closed, args.batch, card, n_params=facts.params, optimizer='adamw')}")
         def fit_for(s: str) -> Fit:           # a rung's setting is traced only when the ladder reaches it
             if s not in fits:
-                fits[s] = fit_per_sequence(config, args.seq, s, check=False, progress=progress)
+                fits[s] = fit_per_sequence(config, args.seq, s, check=False, attention=args.attention,
+                                           progress=progress)
             return fits[s]
 
         ladder = plan_from_traces(fit_for, config, args.batch, card, progress=progress)

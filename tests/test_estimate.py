@@ -135,6 +135,30 @@ def test_the_bf16_ledger_casts_only_the_matmul_weights_and_keeps_fp32_logits():
     assert per["activations (blocks)"].closed == 16 * 64 * T * 2 * 2
 
 
+def test_attention_modes_are_checked_and_fused_turns_only_attention_dropout_off():
+    cfg = tiny(attn_pdrop=0.1, resid_pdrop=0.1)
+    fused = E._with_attention(cfg, "fused")
+    assert fused.attn_pdrop == 0.0 and fused.resid_pdrop == 0.1 and cfg.attn_pdrop == 0.1   # a copy changed
+    assert E._with_attention(cfg, "cpu") is cfg
+    with pytest.raises(E.EstimateError, match="unknown attention 'gpu'"):
+        E._with_attention(cfg, "gpu")
+
+
+@slow
+def test_fused_attention_traces_the_config_without_attention_dropout():
+    """On the CPU, attention dropout runs SDPA's math kernel, which keeps three T x T fp32 tensors per head
+    (softmax, dropout scale, dropped probabilities) and a little more; attention="fused" is the same
+    config traced with attention dropout off, to the byte."""
+    T, L, a = 64, 2, 2
+    cfg = tiny(attn_pdrop=0.1, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=False)
+    cpu, fused = E.trace_step(cfg, T, 1), E.trace_step(cfg, T, 1, attention="fused")
+    assert fused.peak == E.trace_step(tiny(attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=False), T, 1).peak
+    scores = L * a * T * T * 4
+    assert 3 * scores <= cpu.peak - fused.peak < 4 * scores
+    fit = E.fit_per_sequence(cfg, T, "fp32", (1, 2), check=False, attention="fused")
+    assert fit.attention == "fused" and "fused attention" in str(fit) and fit.traces[0].peak == fused.peak
+
+
 # -- the planner -------------------------------------------------------------------------------
 @slow
 def test_the_planner_calls_a_rung_a_fit_only_when_its_trace_fits_and_the_next_does_not():
