@@ -190,7 +190,8 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
                hold_outputs: bool = True, attention: str = "cpu") -> Traced:
     """Trace one AdamW step of the config's causal LM at full size on fake tensors (hp.predict_memory),
     after a warm-up optimizer step on zero gradients so that AdamW's state exists, as in every step
-    after the first. hold_outputs: the step keeps the model's output object through backward, as
+    after the first; its AdamW update is the multi-tensor (foreach) one, PyTorch's default on CUDA, not
+    the one-tensor loop it defaults to on CPU tensors. hold_outputs: the step keeps the model's output object through backward, as
     `out = model(**batch); out.loss.backward()` does. attention: "cpu" (default) traces the config as it
     is, with this CPU's kernels; "fused" turns attention dropout off so that SDPA's fused kernel runs, a
     stand-in for a GPU's (see the module's docstring for what it leaves out)."""
@@ -217,7 +218,9 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
             p.grad = torch.zeros_like(p)
         opt.param_groups[0]["foreach"] = True           # the same state, in fewer traced operators
         opt.step()
-        opt.param_groups[0]["foreach"] = None           # the traced step: PyTorch's default
+        opt.param_groups[0]["foreach"] = True           # the traced step: AdamW as PyTorch runs it on CUDA by
+        # default (foreach: one moment-sized fp32 scratch in the update); on CPU tensors its default is a
+        # one-tensor-at-a-time loop, which would trace a peak a GPU's step does not have
         opt.zero_grad(set_to_none=True)
         ids = torch.zeros((micro_batch, seq), dtype=torch.long)
         batch = {"input_ids": ids, "labels": ids}
