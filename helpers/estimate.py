@@ -369,7 +369,7 @@ class Row:
 
     def __str__(self) -> str:
         closed = "-" if self.closed is None else _mb(self.closed)
-        kor = "" if self.korthikanti is None else f"; Korthikanti's closed form {_mb(self.korthikanti)}"
+        kor = "" if self.korthikanti is None else f"; Korthikanti's closed form, in 16-bit values: {_mb(self.korthikanti)}"
         why = self.reason if self.residual or self.explained else ""   # a reason explains a residual: none, none shown
         if self.unexplained:
             why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"
@@ -474,7 +474,8 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
     attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
     if attn:
         steps.append(("attention dropout: the CPU's SDPA then runs its unfused math kernel, which keeps three "
-                      "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities)",
+                      "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities) in place of the fused "
+                      "kernel's output and logsumexp",
                       dict.fromkeys(attn, 0.0), True))
     other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
     if other:
