@@ -87,8 +87,12 @@ def test_a_hanging_launch_times_out_and_stops_every_rank():
 
 def test_an_interrupt_stops_every_rank():
     """A kernel's stop button is SIGINT to the kernel process: the ranks must go with the launch."""
+    # A kernel handles SIGINT with Python's default handler; a process started from a background job (make test
+    # run with &, nohup) inherits SIGINT ignored, so the child restores the default before it launches.
     code = textwrap.dedent("""
+        import signal
         import sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.path.insert(0, "tests")
         import helpers as hp
         import rank_workers as W
