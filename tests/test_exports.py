@@ -1,9 +1,9 @@
 """The lazy export map of helpers/__init__.py is kept by hand: these tests keep it complete and small.
 
-Every `hp.name` the README documents must resolve; every public function of every helpers module
+Every `hp.name` the README and docs/helpers.md document must resolve; every public function of every helpers module
 (no leading underscore, defined in that module rather than imported into it) must be exported by
 `helpers`, eagerly or lazily, as that very object; and every exported name must be used by a
-notebook, a solution or the README, so the API stays as small as the course needs. Classes and
+notebook, a solution or those docs, so the API stays as small as the course needs. Classes and
 constants a module defines may stay unexported (records such as MemoryReport are reached through
 the functions that return them). Modules whose name starts with an underscore export nothing.
 """
@@ -44,11 +44,12 @@ def _public_functions(module: str) -> list[str]:
                   if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"))
 
 
-def test_the_readme_documents_only_names_that_resolve():
-    documented = sorted(set(re.findall(r"\bhp\.([A-Za-z_]\w*)", (ROOT / "README.md").read_text())))
-    assert documented, "the README documents no hp.name: has its helpers section moved?"
+@pytest.mark.parametrize("doc", ["README.md", "docs/helpers.md"])
+def test_the_docs_name_only_helpers_that_resolve(doc):
+    documented = sorted(set(re.findall(r"\bhp\.([A-Za-z_]\w*)", (ROOT / doc).read_text())))
+    assert documented or doc == "README.md", f"{doc} documents no hp.name: has its list moved?"
     missing = [name for name in documented if not hasattr(hp, name)]
-    assert not missing, f"README.md documents hp.{', hp.'.join(missing)}, which helpers does not export"
+    assert not missing, f"{doc} documents hp.{', hp.'.join(missing)}, which helpers does not export"
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -64,13 +65,13 @@ def test_every_public_name_of_a_module_is_exported(module):
 
 
 def test_every_export_is_used_by_a_notebook_a_solution_or_the_readme():
-    texts = [p.read_text() for p in [ROOT / "README.md", *layout.notebooks_in(ROOT / "notebooks"),
+    texts = [p.read_text() for p in [ROOT / "README.md", ROOT / "docs/helpers.md", *layout.notebooks_in(ROOT / "notebooks"),
                                      *layout.notebooks_in(ROOT / "solutions")]]
     used = {name for text in texts for name in re.findall(r"\bhp\.([A-Za-z_]\w*)", text)}
     exported = {n for n in dir(hp) if not n.startswith("_") and n not in ("annotations", "importlib")
                 and not isinstance(getattr(hp, n), type(importlib))}
     unused = sorted(exported - used - {"ClaimFailed", "WrongAnswer"})  # exceptions, named by tracebacks
-    assert not unused, (f"helpers exports {unused}, which no notebook, solution or README line uses: "
+    assert not unused, (f"helpers exports {unused}, which no notebook, solution, README or docs/helpers.md line uses: "
                         "remove them from helpers/__init__.py (or use them)")
 
 
