@@ -66,12 +66,14 @@ def fsdp2_step_memory(rank: int, world: int, width: int, depth: int, batch: int)
 
 
 def several(rank: int, world: int, stages: tuple[str, ...], width: int, depth: int, batch: int,
-            fsdp2_depth: int) -> dict:
+            fsdp2_depth: int, zero1_depth: int) -> dict:
     """Worker for the tests that share one launch (starting ranks is the slow part): this rank's number
-    and process id, hp.rank_memory's results for `stages`, and then fsdp2_step_memory's for an MLP of
-    `fsdp2_depth` layers (each builds its own model and measures only its own step)."""
+    and process id, hp.rank_memory's results for `stages`, fsdp2_step_memory's for an MLP of
+    `fsdp2_depth` layers, and hp.rank_memory's ZeRO-1 results for an MLP of `zero1_depth` layers
+    (each builds its own model and measures only its own step)."""
     import helpers as hp
 
     return {"rank": rank, "pid": os.getpid(),
             "stages": hp.rank_memory(rank, world, stages, width, depth, batch),
-            "fsdp2": fsdp2_step_memory(rank, world, width, fsdp2_depth, batch)}
+            "fsdp2": fsdp2_step_memory(rank, world, width, fsdp2_depth, batch),
+            "zero1_odd": hp.rank_memory(rank, world, ("zero1",), width, zero1_depth, batch)["zero1"]}

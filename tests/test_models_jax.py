@@ -75,9 +75,10 @@ def test_shape_from_hf_says_what_it_cannot_build():
 def test_models_are_causal_and_the_step_trains(shape):
     params = mj.transformer_init(shape, jax.random.key(0))
     batch = jnp.asarray(np.random.default_rng(0).integers(0, shape.vocab, (4, 33)), jnp.int32)
-    logits = jax.jit(functools.partial(mj.transformer_logits, shape=shape))(params, batch[:, :-1])
+    logits_of = jax.jit(functools.partial(mj.transformer_logits, shape=shape))   # one compile for both calls
+    logits = logits_of(params, batch[:, :-1])
     changed = batch[:, :-1].at[:, -1].set((batch[:, -2] + 1) % shape.vocab)   # only the last token differs
-    later = jax.jit(functools.partial(mj.transformer_logits, shape=shape))(params, changed)
+    later = logits_of(params, changed)
     np.testing.assert_allclose(later[:, :-1], logits[:, :-1], atol=1e-5)
     assert not np.allclose(later[:, -1], logits[:, -1])
     bf16 = float(jax.jit(functools.partial(mj.transformer_loss, shape=shape, dtype=jnp.bfloat16))(params, batch))
