@@ -185,7 +185,8 @@ def test_fsdp2_dtensors_are_booked_at_their_local_shard(ranks):
     DTensors are booked at this rank's shard, as torch's FSDPMemTracker books them and as
     hp.zero_bytes(P, 2, 3) counts them, not at their global size. The peaks' totals are not compared:
     the course's tracker does not follow UntypedStorage.resize_, by which FSDP2 frees and regrows its
-    gathered parameters (FSDPMemTracker does), so its all-gather and reduce-scatter buffers differ."""
+    gathered parameters (FSDPMemTracker does), so its all-gather and reduce-scatter buffers differ, and with
+    them the moment each tracker calls its peak."""
     width, depth, n = WIDTH, FSDP2_DEPTH, N
     P = depth * (width * width + width)
     want = hp.zero_bytes(P, n, 3)
@@ -196,7 +197,10 @@ def test_fsdp2_dtensors_are_booked_at_their_local_shard(ranks):
         assert ours["gradients"] == theirs["Sharded Grad"] == want.gradients
         # Adam's moments, plus its 4-byte step counter per parameter tensor
         assert ours["optimizer state"] == theirs["OptState"] == want.optimizer + 4 * 2 * depth
-        assert ours["inputs"] == theirs["Inputs"] and ours["activations"] == theirs["Activation"]
+        # Only what lives through the whole step is compared: the two trackers' peaks need not fall at
+        # the same moment (gloo's collectives finish when they finish; under load the activations at
+        # the two peaks once differed, 1,032 B against 8), so what is alive only for part of it may differ.
+        assert ours["inputs"] == theirs["Inputs"]
 
 
 def test_zero1_assigns_whole_tensors_so_an_odd_depth_breaks_the_per_tensor_cut(ranks):
