@@ -164,8 +164,8 @@ def rank_memory(rank: int, world: int, stages: tuple[str, ...], width: int, dept
 
 
 def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, batch: int, steps: int = 2) -> dict:
-    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1', 'fsdp2', or
-    'fsdp2-no-prefetch': FSDP2 without its backward prefetch of the next layer), counting the
+    """Worker: train the lesson's MLP for a few Adam steps under `stage` ('ddp', 'zero1' or 'fsdp2'),
+    each step freeing the gradients first (torch's default zero_grad), counting the
     collectives this rank calls per step (calls, payload bytes, bytes sent: the mean over the first
     `steps` steps), then the peak of five more (_step_peak); return those, and this rank's bytes of
     parameters, gradients, optimizer state (Adam's moments), Adam's step counters and input after
@@ -189,22 +189,20 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         else:
             opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam, lr=1e-3)
-    elif stage in ("fsdp2", "fsdp2-no-prefetch"):
+    elif stage == "fsdp2":
         from torch.distributed.fsdp import fully_shard
         for layer in model:
             if isinstance(layer, nn.Linear):
                 fully_shard(layer)
-                if stage == "fsdp2-no-prefetch":  # an explicit list replaces the default (the next layer)
-                    layer.set_modules_to_backward_prefetch([layer])  # itself: already gathered, nothing more
         fully_shard(model)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     else:
-        raise ValueError(f"unknown stage {stage!r}; use 'ddp', 'zero1', 'fsdp2' or 'fsdp2-no-prefetch'")
+        raise ValueError(f"unknown stage {stage!r}; use 'ddp', 'zero1' or 'fsdp2'")
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(batch // world, width, generator=g)
 
     def forward() -> torch.Tensor:
-        opt.zero_grad(set_to_none=False)
+        opt.zero_grad()   # torch's default (set_to_none=True): the gradients are freed, not kept between steps
         return model(x).pow(2).mean()
 
     def step() -> None:
@@ -240,10 +238,9 @@ def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch
     parameters, nor name FSDP2's buffers). Under DDP, also the peak of one more step by torch's MemTracker
     ('peak_memtracker'), to compare the two."""
     # Both, for every engine: gloo runs collectives on threads of its own, which may let go of a
-    # finished collective's buffer a moment after the call returns, so on a loaded machine a step can
-    # read up to a layer more (here, under load, FSDP2 without its prefetch in 13 of 128 steps; FSDP2
-    # in none of 208, DDP and ZeRO-1 in none of 80).
-    if stage.startswith("fsdp2"):
+    # finished collective's buffer a moment after the call returns, so on a loaded machine a step's
+    # peak can read more than another's.
+    if stage == "fsdp2":
         def one() -> dict[str, Any]:
             return _fsdp2_step_peak(forward, model, opt, x)
     else:
