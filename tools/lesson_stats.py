@@ -20,9 +20,11 @@ from tools import layout
 from tools.layout import HEADING, AsideTracker, main_line_headings  # noqa: F401 (one definition, re-exported)
 
 ROOT = layout.ROOT
-# The reading time a lesson states is this rule's: main-line prose at 180 words a minute plus main-line
-# code at 12 lines a minute (code is read with its output), rounded to 5 minutes, at least 5.
-WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 180, 12
+# The reading time a lesson states is this rule's: main-line prose at 60 words a minute (a student reads
+# each sentence against the output, figure or formula it cites: three independent reads of lessons 04 and 06
+# put them at 50-65 and 35-45 minutes where 180 words a minute gave 35 and 20) plus main-line code at 12
+# lines a minute (code is read with its output), rounded to 5 minutes, at least 5.
+WORDS_PER_MINUTE, CODE_LINES_PER_MINUTE = 60, 12
 MAIN_LINE_LIMIT = 2000  # 1300 until lessons 01 and 05 gained the hooked step and the source-size predictions
 READING_TIME = re.compile(r"reading time[^0-9]{0,20}(\d+)\s*min", re.I)
 
