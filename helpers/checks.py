@@ -216,7 +216,7 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = ()) -> None
     helpers = sys.modules[__name__.rpartition(".")[0]]
     _unwatch()
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
-    targets += [(f"{cls.__module__}.{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
+    targets += [(f"{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
     for label, owner, attr, fn in targets:
         count = [0]
 
