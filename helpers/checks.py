@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class ClaimFailed(AssertionError):
@@ -193,43 +193,48 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
     return run
 
 
-# name -> (the number of calls since watch_helpers, what helpers' namespace held under that name, or None)
-_WATCHED: dict[str, tuple[list[int], object]] = {}
+# label -> (the number of calls since watch_helpers, the namespace or class patched, the attribute, what it
+# held there before, or None when it held nothing of its own: a lazily loaded helper, an inherited method)
+_WATCHED: dict[str, tuple[list[int], object, str, object]] = {}
 
 
 def _unwatch() -> None:
-    helpers = sys.modules[__name__.rpartition(".")[0]]
-    for name, (_, held) in _WATCHED.items():
+    for count, owner, attr, held in _WATCHED.values():
         if held is None:
-            vars(helpers).pop(name, None)  # a lazily loaded name goes back to loading on use
+            delattr(owner, attr)  # a lazily loaded name goes back to loading on use; a method to its base's
         else:
-            setattr(helpers, name, held)
+            setattr(owner, attr, held)
     _WATCHED.clear()
 
 
-def watch_helpers(*names: str) -> None:
-    """Count the calls of the course helpers `names` (hp.<name>) from now on, until a check asks with
-    assert_helpers_unused. For a part whose answer is a value (not a function that without_helpers can
-    run): the given first line of its solution cell, so that every run of that cell starts the count again."""
+def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = ()) -> None:
+    """Count the calls of the course helpers `names` (hp.<name>), and of the `methods` given as (class,
+    attribute) pairs (e.g. (jax.stages.Compiled, "memory_analysis"), what such a helper calls), from now
+    on, until a check asks with assert_helpers_unused. For a part whose answer is a value (not a function
+    that without_helpers can run): the given first line of its solution cell, so that every run of that
+    cell starts the count again."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     _unwatch()
-    for name in names:
-        fn = getattr(helpers, name)  # AttributeError names a wrong name
+    targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
+    targets += [(f"{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
+    for label, owner, attr, fn in targets:
         count = [0]
 
         @functools.wraps(fn)
         def counted(*args: object, _fn: Callable = fn, _count: list[int] = count, **kwargs: object) -> object:
             _count[0] += 1
             return _fn(*args, **kwargs)
-        _WATCHED[name] = (count, vars(helpers).get(name))
-        setattr(helpers, name, counted)
+        _WATCHED[label] = (count, owner, attr, vars(owner).get(attr))
+        setattr(owner, attr, counted)
 
 
 def assert_helpers_unused(*, part: str, hint: str) -> None:
-    """Raise WrongAnswer(part, hint) if a helper that watch_helpers watches was called since; else stop
-    watching (a check run again, or a given cell after it, may call the helper)."""
-    called = [name for name, (count, _) in _WATCHED.items() if count[0]]
+    """Raise WrongAnswer(part, hint) if what watch_helpers watches was called since; else stop watching (a
+    check run again, or a given cell after it, may call it). The message does not say the student's code
+    made the call: a given cell run ahead of the check may have."""
+    called = [label for label, (count, *_) in _WATCHED.items() if count[0]]
     if called:
-        raise WrongAnswer(f"{part}: your code calls hp.{called[0]}, the course's helper that answers this part; "
-                          f"predict without it. Hint: {hint}")
+        raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called after your "
+                          f"answer cell ran (by your code, or by a given cell run before this check): predict "
+                          f"without it, then run your answer cell and this check again. Hint: {hint}")
     _unwatch()

@@ -295,13 +295,33 @@ def test_without_helpers_refuses_a_helper_kept_out_of_the_namespaces(fn):
 def test_watch_helpers_fails_a_check_after_a_call_and_passes_once_the_cell_runs_without_it():
     hp.watch_helpers("zero_bytes")
     hp.zero_bytes(10, 2, 1)  # the student's cell reads the answer off the helper
-    with pytest.raises(hp.WrongAnswer, match=r"^part 2: your code calls hp\.zero_bytes.*Hint: count it"):
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: hp\.zero_bytes works out what this part asks, and it was called .*by your code, or by a given cell.*Hint: count it"):
         hp.assert_helpers_unused(part="part 2", hint="count it")
     hp.watch_helpers("zero_bytes")  # the cell run again, without the call
     hp.assert_helpers_unused(part="part 2", hint="count it")
     hp.zero_bytes(10, 2, 1)  # after the check the helper is free again, and the check passes when run twice
     hp.assert_helpers_unused(part="part 2", hint="count it")
     assert "zero_bytes" in vars(hp) and hp.zero_bytes is _zero_bytes_itself
+
+
+class _Compiled:
+    def plan(self, k):
+        return 8 * k
+
+
+class _Child(_Compiled):
+    pass
+
+
+def test_watch_helpers_counts_a_method_of_a_class_and_restores_it():
+    own, inherited = _Compiled.__dict__["plan"], "plan" not in _Child.__dict__
+    hp.watch_helpers("zero_bytes", methods=[(_Compiled, "plan"), (_Child, "plan")])
+    assert _Child().plan(2) == 16  # the answer read off the method, as off compile().memory_analysis()
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: \S*_Child\.plan works out what this part asks.*Hint: h"):
+        hp.assert_helpers_unused(part="part 1", hint="h")
+    hp.watch_helpers("zero_bytes", methods=[(_Compiled, "plan"), (_Child, "plan")])  # the cell run again, without it
+    hp.assert_helpers_unused(part="part 1", hint="h")
+    assert _Compiled.__dict__["plan"] is own and inherited and "plan" not in _Child.__dict__ and _Child().plan(1) == 8
 
 
 def test_watch_helpers_restores_a_lazily_loaded_helper():
