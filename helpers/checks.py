@@ -110,12 +110,28 @@ def _code_names(code: object) -> set[str]:
     return names
 
 
-def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0) -> str | None:
+def _built_on(obj: object, classes: dict[type, str]) -> str | None:
+    """The name of a blocked helper class that `obj` is built on (a subclass of it) or is an instance of."""
+    for cls, name in classes.items():
+        try:
+            if (isinstance(obj, type) and issubclass(obj, cls)) or isinstance(obj, cls):
+                return name
+        except Exception:  # an object whose __class__ cannot be read holds no helper
+            pass
+    return None
+
+
+def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0,
+           classes: dict[type, str] | None = None) -> str | None:
     """The name of a blocked helper that `obj` is or keeps out of the modules' namespaces: a partial's
-    function, a container's item, or, for a function of one's own, its defaults, closure cells and the
-    globals it reads (recursively); else None. Modules are left out: run() patches their namespaces."""
+    function, a container's item, a subclass or an instance of a blocked class, or, for a function of
+    one's own, its defaults, closure cells and the globals it reads (recursively); else None. Modules
+    are left out: run() patches their namespaces."""
     if id(obj) in blocked:
         return blocked[id(obj)]
+    built_on = _built_on(obj, classes or {})
+    if built_on:
+        return built_on
     if depth > 6 or id(obj) in seen or isinstance(obj, (type(sys), type, str, bytes, int, float)):
         return None
     seen.add(id(obj))
@@ -134,7 +150,7 @@ def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0)
                  *_cells(obj),
                  *(space[n] for n in _code_names(obj.__code__) if n in space)]
     for item in inner:
-        found = _holds(item, blocked, seen, depth + 1)
+        found = _holds(item, blocked, seen, depth + 1, classes)
         if found:
             return found
     return None
@@ -154,22 +170,41 @@ def _cells(fn: object) -> list[object]:
 def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable:
     """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
     WrongAnswer(part, hint): a check runs a student's function with the helper that answers the part
-    out of reach, however the student reached it (hp.name, helpers.module.name, or a name of their own)."""
+    out of reach, however the student reached it (hp.name, helpers.module.name, or a name of their own).
+    A blocked class is out of reach with its subclasses and instances: a class of one's own built on it
+    (at the top level or inside fn) fails the same way as the class itself."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     blocked = {id(getattr(helpers, name)): name for name in names}  # AttributeError names a wrong name
+    # a blocked class: a class of one's own built on it, or one of its instances, is refused as well
+    classes = {getattr(helpers, name): name for name in names if isinstance(getattr(helpers, name), type)}
 
     def refuse(name: str) -> Callable:
         def refused(*args: object, **kwargs: object) -> None:
             raise WrongAnswer(f"{part}: your code calls hp.{name}, the course's helper that answers this part. "
                               f"Hint: {hint}")
+        blocked_class = next((cls for cls, n in classes.items() if n == name), None)
+        if blocked_class is None:
+            return refused
+        # in a blocked class's place (same metaclass): making one, or a class built on it, fails the same way
+        return type(blocked_class)(blocked_class.__name__, (blocked_class,), {
+            "__new__": lambda cls, *args, **kwargs: refused(),
+            "__init_subclass__": classmethod(lambda cls, **kwargs: refused())})
+
+    refusals = {name: refuse(name) for name in names}  # made once: a class stand-in is itself a class
+
+    def refuse_init(name: str) -> Callable:  # a blocked class's __init__ while fn runs: reached by its subclasses
+        def refused(self: object, *args: object, **kwargs: object) -> None:
+            raise WrongAnswer(f"{part}: your code makes a {type(self).__name__}, built on hp.{name}, the course's "
+                              f"helper that answers this part. Hint: {hint}")
         return refused
 
     @functools.wraps(fn)
     def run(*args: object, **kwargs: object) -> object:
-        held = _holds(fn, blocked, set())  # a helper kept where no namespace patch reaches it
+        held = _holds(fn, blocked, set(), classes=classes)  # a helper kept where no namespace patch reaches it
         if held:
-            raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure or a "
-                              f"container), the course's helper that answers this part. Hint: {hint}")
+            raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure, a container, "
+                              f"a class built on it or an instance), the course's helper that answers this part. "
+                              f"Hint: {hint}")
         # every namespace the function could reach a helper through: its own globals and the helpers' modules
         spaces = [getattr(fn, "__globals__", {})] + [vars(m) for n, m in list(sys.modules.items())
                                                      if m is not None and (n == helpers.__name__
@@ -177,15 +212,22 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         saved = []
         for space in spaces:
             for key, value in list(space.items()):
-                if id(value) in blocked and not key.startswith("__"):
+                name = blocked.get(id(value)) or _built_on(value, classes)
+                if name and not key.startswith("__"):
                     saved.append((space, key, value))
-                    space[key] = refuse(blocked[id(value)])
+                    space[key] = refusals[name]
         lazy = [name for name in names if name not in vars(helpers)]  # a lazily loaded name: not bound yet
         for name in lazy:
-            setattr(helpers, name, refuse(name))
+            setattr(helpers, name, refusals[name])
+        # a class's own __init__ only: deleting one assigned here would change how CPython checks arguments
+        inits = [(cls, vars(cls)["__init__"]) for cls in classes if "__init__" in vars(cls)]
+        for cls, init in inits:
+            cls.__init__ = refuse_init(classes[cls])
         try:
             return fn(*args, **kwargs)
         finally:
+            for cls, init in inits:
+                cls.__init__ = init
             for space, key, value in saved:
                 space[key] = value
             for name in lazy:

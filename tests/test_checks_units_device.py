@@ -1,6 +1,7 @@
 import functools
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -289,6 +290,55 @@ def test_without_helpers_refuses_a_helper_kept_out_of_the_namespaces(fn):
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code keeps hp\.zero_bytes.*Hint: write the sum"):
         hp.without_helpers(fn, "zero_bytes", part="part 1", hint="write the sum")(10)
     assert _in_a_default(10) == 16 * 10 - 4 * 10 and _KEPT[0] is hp.zero_bytes  # nothing was changed
+
+
+# a blocked class: a class of one's own built on it is refused too (trial t5ex08: a subclass of hp.MemoryTracker
+# defined at the top level measured inside part 2's function and passed)
+class _OwnTracker(hp.MemoryTracker):
+    pass
+
+
+_BOX = types.SimpleNamespace(cls=_OwnTracker)  # an attribute: neither the globals' scan nor _holds looks inside
+
+
+def _subclass_at_top_level():
+    return _OwnTracker(None, None, [])
+
+
+def _subclass_inside():
+    class Mine(hp.MemoryTracker):
+        pass
+    return Mine(None, None, [])
+
+
+def _subclass_out_of_the_namespaces():
+    return _BOX.cls(None, None, [])
+
+
+_AN_INSTANCE = hp.MemoryTracker(None, None, [])
+
+
+def _an_instance_kept():
+    return _AN_INSTANCE
+
+
+@pytest.mark.parametrize("fn", [_subclass_at_top_level, _subclass_inside, _an_instance_kept,
+                                hp.MemoryTracker],
+                         ids=["top-level subclass", "subclass inside", "instance", "the class itself"])
+def test_without_helpers_refuses_a_class_built_on_a_blocked_one(fn):
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: your code .*hp\.MemoryTracker.*Hint: predict it"):
+        args = [None, None, []] if fn is hp.MemoryTracker else []
+        hp.without_helpers(fn, "MemoryTracker", part="part 2", hint="predict it")(*args)
+    # everything works again once the check is over
+    assert type(_OwnTracker(None, None, [])) is _OwnTracker and _AN_INSTANCE is not None
+    assert hp.MemoryTracker.__name__ == "MemoryTracker" and _OwnTracker.__bases__ == (hp.MemoryTracker,)
+
+
+def test_without_helpers_refuses_a_subclass_reached_past_the_namespaces():
+    # only the blocked class's own __init__, refused while the check runs, sees this one
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: your code makes a _OwnTracker, built on hp\.MemoryTracker"):
+        hp.without_helpers(_subclass_out_of_the_namespaces, "MemoryTracker", part="part 2", hint="predict it")()
+    assert type(_subclass_out_of_the_namespaces()) is _OwnTracker  # its __init__ is back
 
 
 # watch_helpers: a part whose answer is a value; its solution cell counts the helper's calls, its check asks
