@@ -169,8 +169,8 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
     collectives this rank calls per step (calls, payload bytes, bytes sent: the mean over the first
     `steps` steps), then the peak of five more (_step_peak); return those, and this rank's bytes of
     parameters, gradients, optimizer state (Adam's moments), Adam's step counters and input after
-    the last step; under DDP, its buckets, the gradients' distinct storages and whether all are the
-    buckets'; under ZeRO-1, the elements of the whole tensors assigned to this rank ('owned')."""
+    the last step, and of them the bytes zero_grad() leaves alive ('gradients_kept'); under DDP, its
+    buckets, the gradients' distinct storages and whether all are the buckets'; under ZeRO-1, the elements of the whole tensors assigned to this rank ('owned')."""
     from torch.distributed.optim import ZeroRedundancyOptimizer
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -202,7 +202,7 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
     x = torch.randn(batch // world, width, generator=g)
 
     def forward() -> torch.Tensor:
-        opt.zero_grad()   # torch's default (set_to_none=True): the gradients are freed, not kept between steps
+        opt.zero_grad()   # torch's default (set_to_none=True): drops .grad; DDP's buckets keep their storage
         return model(x).pow(2).mean()
 
     def step() -> None:
@@ -220,12 +220,27 @@ def _stage_memory(stage: str, rank: int, world: int, width: int, depth: int, bat
         storages = {g.untyped_storage().data_ptr() for g in grads}
         extra = {"buckets": len(buckets), "grad_storages": len(storages),
                  "grads_in_buckets": storages <= set(buckets.values())}
+    gradients = _nbytes(grads)
+    del grads
+    extra["gradients_kept"] = _kept_by_zero_grad(params, opt)
     if stage == "zero1":   # the elements of the whole tensors ZeroRedundancyOptimizer assigned to this rank
         extra["owned"] = sum(p.numel() for group in opt._partition_parameters()[rank] for p in group["params"])
-    return {"parameters": _nbytes(params), "gradients": _nbytes(grads), **extra,
+    return {"parameters": _nbytes(params), "gradients": gradients, **extra,
             "optimizer": _nbytes(_state_tensors(opt)), "counters": _nbytes(_state_tensors(opt, counters=True)),
             "input": x.nbytes, **peak,
             "collectives": {k: [c // steps, b // steps, t // steps] for k, (c, b, t) in comm.counts.items() if c}}
+
+
+def _kept_by_zero_grad(params: list, opt: torch.optim.Optimizer) -> int:
+    """Bytes of the gradients' storages still alive after torch's default opt.zero_grad(), which sets every .grad to None."""
+    from torch.multiprocessing.reductions import StorageWeakRef   # a weak reference: it keeps nothing alive
+    local = [p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad for p in params if p.grad is not None]
+    refs = {s.data_ptr(): (StorageWeakRef(s), s.nbytes()) for s in (t.untyped_storage() for t in local)}
+    del local
+    opt.zero_grad()
+    if any(p.grad is not None for p in params):
+        raise RuntimeError("zero_grad() left a gradient in place; expected torch's default, set_to_none=True")
+    return sum(n for ref, n in refs.values() if not ref.expired())
 
 
 def _step_peak(stage: str, step: Callable[[], None], forward: Callable[[], torch.Tensor], model: nn.Module,

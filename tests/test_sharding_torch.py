@@ -164,6 +164,9 @@ def test_rank_memory_matches_the_formulas(ranks):
         # with gradient_as_bucket_view every gradient is a view of one of DDP's buckets: one copy, not two
         for engine in ("ddp", "zero1"):
             assert r[engine]["grads_in_buckets"] and r[engine]["grad_storages"] == r[engine]["buckets"] >= 1
+        # torch's default zero_grad() drops every .grad, but DDP's buckets (DDP and ZeRO-1) keep the gradients'
+        # storage, 4P, between steps; FSDP2's gradient shards are freed
+        assert r["ddp"]["gradients_kept"] == r["zero1"]["gradients_kept"] == 4 * P and r["fsdp2"]["gradients_kept"] == 0
         # ZeroRedundancyOptimizer keeps Adam's two fp32 moments for the whole tensors it assigned this rank
         assert r["zero1"]["optimizer"] == 8 * r["zero1"]["owned"]
         assert "owned" not in r["ddp"] and "buckets" not in r["fsdp2"]
