@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import sys
 from collections.abc import Callable, Iterable
 
@@ -238,6 +239,8 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
 # label -> (the number of calls since watch_helpers, the namespace or class patched, the attribute, what it
 # held there before, or None when it held nothing of its own: a lazily loaded helper, an inherited method)
 _WATCHED: dict[str, tuple[list[int], object, str, object]] = {}
+# hp.<name> -> (its arguments by parameter name, its result) for each call since watch_helpers(record=...)
+_RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
 
 
 def _unwatch() -> None:
@@ -247,27 +250,48 @@ def _unwatch() -> None:
         else:
             setattr(owner, attr, held)
     _WATCHED.clear()
+    _RECORDED.clear()
 
 
-def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = ()) -> None:
+def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record: Iterable[str] = ()) -> None:
     """Count the calls of the course helpers `names` (hp.<name>), and of the `methods` given as (class,
     attribute) pairs (e.g. (jax.stages.Compiled, "memory_analysis"), what such a helper calls), from now
     on, until a check asks with assert_helpers_unused. For a part whose answer is a value (not a function
     that without_helpers can run): the given first line of its solution cell, so that every run of that
-    cell starts the count again."""
+    cell starts the count again. The helpers named in `record` (watched as well) also keep each call's
+    arguments and result, for a check that asks, with watched_calls, whether an answer came from them."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     _unwatch()
+    record = set(record)
+    names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
     targets += [(f"{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
     for label, owner, attr, fn in targets:
         count = [0]
+        calls = _RECORDED.setdefault(label, []) if owner is helpers and attr in record else None
 
         @functools.wraps(fn)
-        def counted(*args: object, _fn: Callable = fn, _count: list[int] = count, **kwargs: object) -> object:
+        def counted(*args: object, _fn: Callable = fn, _count: list[int] = count,
+                    _calls: list | None = calls, **kwargs: object) -> object:
             _count[0] += 1
-            return _fn(*args, **kwargs)
+            result = _fn(*args, **kwargs)
+            if _calls is not None:
+                try:
+                    bound = inspect.signature(_fn).bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    _calls.append((dict(bound.arguments), result))
+                except TypeError:  # not the helper's signature: nothing to record
+                    pass
+            return result
         _WATCHED[label] = (count, owner, attr, vars(owner).get(attr))
         setattr(owner, attr, counted)
+
+
+def watched_calls(name: str) -> list[tuple[dict[str, object], object]]:
+    """The calls of hp.<name> since watch_helpers(record=[name]) began watching it, each as (its arguments by
+    parameter name, its result), oldest first; empty when it is not recorded (never watched, or watching
+    stopped)."""
+    return list(_RECORDED.get(f"hp.{name}", ()))
 
 
 def assert_helpers_unused(*, part: str, hint: str) -> None:

@@ -374,6 +374,22 @@ def test_watch_helpers_counts_a_method_of_a_class_and_restores_it():
     assert _Compiled.__dict__["plan"] is own and inherited and "plan" not in _Child.__dict__ and _Child().plan(1) == 8
 
 
+def test_watch_helpers_records_the_calls_it_is_asked_to_and_forgets_them_when_it_stops():
+    hp.watch_helpers("zero_bytes", record=["first_below"])
+    assert hp.watched_calls("first_below") == [] and hp.watched_calls("zero_bytes") == []  # zero_bytes: counted only
+    found = hp.first_below(lambda b: 10 - b, 0, hi=20)
+    hp.first_below(lambda b: 5 - b, 0, 9)
+    (first, result), (second, _) = hp.watched_calls("first_below")
+    assert (first["lo"], first["hi"], result, found) == (0, 20, 11, 11) and (second["lo"], second["hi"]) == (0, 9)
+    with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.first_below works out"):  # a recorded helper is watched too
+        hp.assert_helpers_unused(part="p", hint="h")
+    hp.watch_helpers("zero_bytes", record=["first_below"])  # the cell run again: a new record
+    assert hp.watched_calls("first_below") == []
+    hp.assert_helpers_unused(part="p", hint="h")  # stops watching: nothing is recorded any more
+    hp.first_below(lambda b: 10 - b, 0, 20)
+    assert hp.watched_calls("first_below") == [] and hp.first_below.__module__ == "helpers.search"
+
+
 def test_watch_helpers_restores_a_lazily_loaded_helper():
     hp.watch_helpers("saved_for_backward")
     assert "saved_for_backward" in vars(hp)
