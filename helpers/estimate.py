@@ -186,16 +186,22 @@ class Traced:
         return self.report.peak
 
 
+UPDATES = ("foreach", "loop", "fused")
+
+
 def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *,
-               hold_outputs: bool = True, attention: str = "cpu") -> Traced:
+               hold_outputs: bool = True, attention: str = "cpu", update: str = "foreach") -> Traced:
     """Trace one AdamW step of the config's causal LM at full size on fake tensors (hp.predict_memory),
     after a warm-up optimizer step on zero gradients so that AdamW's state exists, as in every step
     after the first; its AdamW update is the multi-tensor (foreach) one, PyTorch's default on CUDA, not
     the one-tensor loop it defaults to on CPU tensors. hold_outputs: the step keeps the model's output object through backward, as
     `out = model(**batch); out.loss.backward()` does. attention: "cpu" (default) traces the config as it
     is, with this CPU's kernels; "fused" turns attention dropout off so that SDPA's fused kernel runs, a
-    stand-in for a GPU's (see the module's docstring for what it leaves out)."""
+    stand-in for a GPU's (see the module's docstring for what it leaves out). update: AdamW's traced
+    update, "foreach" (default), "loop" (foreach=False: one tensor at a time) or "fused" (fused=True)."""
     config = _with_attention(load_config(config), attention)
+    if update not in UPDATES:
+        raise EstimateError(f"unknown update {update!r}: use one of {', '.join(UPDATES)}")
     if setting not in SETTINGS:
         raise EstimateError(f"unknown setting {setting!r}: use one of {', '.join(SETTINGS)}")
     s, dims = SETTINGS[setting], _dims(config)
@@ -218,9 +224,10 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
             p.grad = torch.zeros_like(p)
         opt.param_groups[0]["foreach"] = True           # the same state, in fewer traced operators
         opt.step()
-        opt.param_groups[0]["foreach"] = True           # the traced step: AdamW as PyTorch runs it on CUDA by
-        # default (foreach: one moment-sized fp32 scratch in the update); on CPU tensors its default is a
-        # one-tensor-at-a-time loop, which would trace a peak a GPU's step does not have
+        opt.param_groups[0]["foreach"] = update == "foreach"   # the traced step: AdamW as PyTorch runs it on
+        # CUDA by default (foreach: one moment-sized fp32 scratch in the update); on CPU tensors its default
+        # is a one-tensor-at-a-time loop ("loop"), which traces a peak a GPU's default step does not have
+        opt.param_groups[0]["fused"] = update == "fused"
         opt.zero_grad(set_to_none=True)
         ids = torch.zeros((micro_batch, seq), dtype=torch.long)
         batch = {"input_ids": ids, "labels": ids}
@@ -482,7 +489,8 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
         steps.append(("the other dropouts keep a 4-byte fp32 scale per value on the CPU", dict.fromkeys(other, 0.0),
                       True))
     if getattr(config, "use_cache", False) and not SETTINGS[setting].checkpoint:
-        steps.append(("use_cache=True returns each block's keys and values", {"use_cache": False}, True))
+        steps.append(("use_cache=True, the config's default (what it keeps: not examined)", {"use_cache": False},
+                      True))
     steps.append(("the step holds the output object (its logits) through backward", {}, False))
     changes: dict[str, Any] = {}
     before = fit

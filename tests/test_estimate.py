@@ -145,6 +145,20 @@ def test_attention_modes_are_checked_and_fused_turns_only_attention_dropout_off(
 
 
 @slow
+def test_the_traced_update_is_foreach_by_default_and_loop_or_fused_drop_its_parameter_sized_scratch():
+    """At a tiny sequence the step peaks in the foreach update, with 4P of scratch (P: the parameters' bytes / 4)."""
+    cfg = tiny()
+    with pytest.raises(E.EstimateError, match="unknown update 'adam'"):
+        E.trace_step(cfg, 8, 1, update="adam")
+    traced = {u: E.trace_step(cfg, 8, 1, update=u) for u in E.UPDATES}
+    params = traced["foreach"].report.peak_breakdown["parameters"]
+    assert traced["foreach"].report.peak_phase == "optimizer"
+    assert traced["foreach"].report.peak_breakdown["temporaries"] == params
+    for u in ("loop", "fused"):
+        assert traced[u].peak < traced["foreach"].peak and traced[u].report.peak_phase == "backward"
+        assert traced[u].report.peak_breakdown["temporaries"] < params
+
+
 def test_fused_attention_traces_the_config_without_attention_dropout():
     """On the CPU, attention dropout runs SDPA's math kernel, which keeps three T x T fp32 tensors per head
     (softmax, dropout scale, dropped probabilities) and a little more; attention="fused" is the same
