@@ -241,6 +241,7 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
 _WATCHED: dict[str, tuple[list[int], object, str, object]] = {}
 # hp.<name> -> (its arguments by parameter name, its result) for each call since watch_helpers(record=...)
 _RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
+_REPORTED = [False]  # whether a check has reported the calls counted by the watch now running
 
 
 def _unwatch() -> None:
@@ -251,21 +252,31 @@ def _unwatch() -> None:
             setattr(owner, attr, held)
     _WATCHED.clear()
     _RECORDED.clear()
+    _REPORTED[0] = False
 
 
-def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record: Iterable[str] = ()) -> None:
+def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record: Iterable[str] = (),
+                  keep: bool = False) -> None:
     """Count the calls of the course helpers `names` (hp.<name>), and of the `methods` given as (class,
     attribute) pairs (e.g. (jax.stages.Compiled, "memory_analysis"), what such a helper calls), from now
     on, until a check asks with assert_helpers_unused. For a part whose answer is a value (not a function
     that without_helpers can run): the given first line of its solution cell, so that every run of that
     cell starts the count again. The helpers named in `record` (watched as well) also keep each call's
-    arguments and result, for a check that asks, with watched_calls, whether an answer came from them."""
+    arguments and result, for a check that asks, with watched_calls, whether an answer came from them.
+
+    keep=True goes on with a watch of the same helpers that is already running, unless a check has already
+    reported its calls (then it starts again): the solution cell's first line where a given cell at the top
+    of the part (or a check that failed) started the watch, so that a call from a scratch cell run before
+    the solution cell still fails the check."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
-    _unwatch()
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
     targets += [(f"{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
+    if keep and not _REPORTED[0] and sorted(_WATCHED) == sorted(label for label, *_ in targets):
+        return
+    _unwatch()
+    targets = [(label, owner, attr, getattr(owner, attr)) for label, owner, attr, _ in targets]  # unwatched now
     for label, owner, attr, fn in targets:
         count = [0]
         calls = _RECORDED.setdefault(label, []) if owner is helpers and attr in record else None
@@ -300,7 +311,8 @@ def assert_helpers_unused(*, part: str, hint: str) -> None:
     made the call: a given cell run ahead of the check may have."""
     called = [label for label, (count, *_) in _WATCHED.items() if count[0]]
     if called:
-        raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called after your "
-                          f"answer cell ran (by your code, or by a given cell run before this check): predict "
-                          f"without it, then run your answer cell and this check again. Hint: {hint}")
+        _REPORTED[0] = True  # the solution cell run again starts a new count, even with keep=True
+        raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called before this "
+                          f"check passed (by your code, a scratch cell, or a given cell run ahead of this check): "
+                          f"predict without it, then run your answer cell and this check again. Hint: {hint}")
     _unwatch()

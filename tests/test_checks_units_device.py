@@ -345,13 +345,28 @@ def test_without_helpers_refuses_a_subclass_reached_past_the_namespaces():
 def test_watch_helpers_fails_a_check_after_a_call_and_passes_once_the_cell_runs_without_it():
     hp.watch_helpers("zero_bytes")
     hp.zero_bytes(10, 2, 1)  # the student's cell reads the answer off the helper
-    with pytest.raises(hp.WrongAnswer, match=r"^part 2: hp\.zero_bytes works out what this part asks, and it was called .*by your code, or by a given cell.*Hint: count it"):
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: hp\.zero_bytes works out what this part asks, and it was called before this check passed \(by your code, a scratch cell, or a given cell.*Hint: count it"):
         hp.assert_helpers_unused(part="part 2", hint="count it")
     hp.watch_helpers("zero_bytes")  # the cell run again, without the call
     hp.assert_helpers_unused(part="part 2", hint="count it")
     hp.zero_bytes(10, 2, 1)  # after the check the helper is free again, and the check passes when run twice
     hp.assert_helpers_unused(part="part 2", hint="count it")
     assert "zero_bytes" in vars(hp) and hp.zero_bytes is _zero_bytes_itself
+
+
+def test_watch_helpers_keep_counts_a_call_made_before_the_solution_cell_until_a_check_reports_it():
+    hp.watch_helpers("zero_bytes")  # a given cell at the top of the part
+    hp.zero_bytes(10, 2, 1)  # a scratch cell run before the solution cell
+    hp.watch_helpers("zero_bytes", keep=True)  # the solution cell's first line: the call still counts
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 1", hint="h")
+    hp.watch_helpers("zero_bytes", keep=True)  # run again once the check has said so: a new count
+    hp.assert_helpers_unused(part="part 1", hint="h")
+    hp.watch_helpers("zero_bytes", keep=True)  # no watch running: it starts one
+    hp.zero_bytes(10, 2, 1)
+    hp.watch_helpers("zero_bytes", "sharded_bytes", keep=True)  # other helpers: a new count
+    hp.assert_helpers_unused(part="part 1", hint="h")
+    assert hp.zero_bytes is _zero_bytes_itself
 
 
 class _Compiled:
