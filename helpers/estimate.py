@@ -567,7 +567,8 @@ class Rung:
         steps = " -> ".join(self.rungs) if self.rungs else "nothing to change"
         return (f"{steps} ({self.setting}): micro-batch {self.micro_batch} x {self.accumulation}, traced peak "
                 f"{fmt_bytes(self.traced_fit)} of {fmt_bytes(self.card)}; largest micro-batch {self.largest} "
-                f"(traced at {self.largest + 1}: {fmt_bytes(self.traced_next)}, does not fit)"
+                + (f"({fmt_bytes(self.traced_largest)}; " if self.traced_largest is not None else "(")
+                + f"traced at {self.largest + 1}: {fmt_bytes(self.traced_next)}, does not fit)"
                 + ("; micro-batches below the global batch traced with an earlier one's gradients held"
                    if self.largest + 1 < self.global_batch or self.accumulation > 1 else ""))
 
