@@ -20,7 +20,8 @@ closed forms, and the memory ladder planned on traced bytes.
   where CUDA keeps 1-byte masks.
 - The planner is hp.choose_interventions (accumulate -> checkpoint -> bf16 -> add devices) on the
   traced bytes of each setting, which calls a rung a fit only when the step traced at that
-  micro-batch fits the card and the next micro-batch traced does not.
+  micro-batch fits the card and the next micro-batch traced does not. A micro-batch below the global
+  batch is traced as an accumulating step's last micro-batch, with an earlier one's gradients held.
 """
 
 from __future__ import annotations
@@ -180,6 +181,7 @@ class Traced:
     micro_batch: int
     report: MemoryReport
     vocab_bytes: dict[str, int]          # category -> bytes of logits-sized tensors alive at the peak
+    grads_held: bool = False             # the last micro-batch of an accumulating step, not a lone step
 
     @property
     def peak(self) -> int:
@@ -190,7 +192,8 @@ UPDATES = ("foreach", "loop", "fused")
 
 
 def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *,
-               hold_outputs: bool = True, attention: str = "cpu", update: str = "foreach") -> Traced:
+               hold_outputs: bool = True, attention: str = "cpu", update: str = "foreach",
+               grads_held: bool = False) -> Traced:
     """Trace one AdamW step of the config's causal LM at full size on fake tensors (hp.predict_memory),
     after a warm-up optimizer step on zero gradients so that AdamW's state exists, as in every step
     after the first; its AdamW update is the multi-tensor (foreach) one, PyTorch's default on CUDA, not
@@ -198,7 +201,10 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
     `out = model(**batch); out.loss.backward()` does. attention: "cpu" (default) traces the config as it
     is, with this CPU's kernels; "fused" turns attention dropout off so that SDPA's fused kernel runs, a
     stand-in for a GPU's (see the module's docstring for what it leaves out). update: AdamW's traced
-    update, "foreach" (default), "loop" (foreach=False: one tensor at a time) or "fused" (fused=True)."""
+    update, "foreach" (default), "loop" (foreach=False: one tensor at a time) or "fused" (fused=True).
+    grads_held: trace the last micro-batch of an accumulating step, which runs forward and backward with
+    the fp32 gradients of an earlier micro-batch already held (one untraced forward and backward of the
+    same micro-batch first, no zero_grad between); False (default): a lone step, from no gradients."""
     config = _with_attention(load_config(config), attention)
     if update not in UPDATES:
         raise EstimateError(f"unknown update {update!r}: use one of {', '.join(UPDATES)}")
@@ -231,6 +237,9 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
         opt.zero_grad(set_to_none=True)
         ids = torch.zeros((micro_batch, seq), dtype=torch.long)
         batch = {"input_ids": ids, "labels": ids}
+        if grads_held:                                  # an earlier micro-batch of the same step, untraced
+            with torch.autocast("cpu", torch.bfloat16, enabled=s.precision == "bf16"):
+                model(**batch).loss.backward()
 
         def step() -> None:
             with torch.autocast("cpu", torch.bfloat16, enabled=s.precision == "bf16"):
@@ -249,7 +258,7 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
     found: set[int] = set()
     del tf
     report = predict_memory(setup, tracker=_vocab_tracker(dims["vocab"], dims["d"], found))
-    return Traced(micro_batch, report, _vocab_at_peak(report, found))
+    return Traced(micro_batch, report, _vocab_at_peak(report, found), grads_held)
 
 
 def _vocab_at_peak(report: MemoryReport, found: set[int]) -> dict[str, int]:
@@ -547,6 +556,7 @@ class Rung:
     traced_next: int             # traced peak at largest + 1 (does not fit)
     card: int
     traced_largest: int | None = None   # traced peak at largest (fits)
+    global_batch: int = 0               # a micro-batch below it is traced with gradients held (k > 1)
 
     @property
     def fits(self) -> bool:
@@ -557,7 +567,10 @@ class Rung:
         steps = " -> ".join(self.rungs) if self.rungs else "nothing to change"
         return (f"{steps} ({self.setting}): micro-batch {self.micro_batch} x {self.accumulation}, traced peak "
                 f"{fmt_bytes(self.traced_fit)} of {fmt_bytes(self.card)}; largest micro-batch {self.largest} "
-                f"(traced at {self.largest + 1}: {fmt_bytes(self.traced_next)}, does not fit)")
+                + (f"({fmt_bytes(self.traced_largest)}; " if self.traced_largest is not None else "(")
+                + f"traced at {self.largest + 1}: {fmt_bytes(self.traced_next)}, does not fit)"
+                + ("; micro-batches below the global batch traced with an earlier one's gradients held"
+                   if self.largest + 1 < self.global_batch or self.accumulation > 1 else ""))
 
 
 @dataclass
@@ -580,6 +593,8 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
     name -> Fit, or a function that fits a setting when the ladder reaches it; fp32, fp32+ckpt,
     bf16+ckpt are used), with every fit decided by traces in the fit's attention mode: a rung is a fit
     only when the step traced at its micro-batch fits card_bytes and the step traced at the largest fitting micro-batch + 1 does not.
+    A micro-batch below global_batch is an accumulating step (k > 1): it is traced as its last micro-batch,
+    with an earlier micro-batch's gradients held (trace_step's grads_held); one of global_batch, as a lone step.
     The add-devices rung is the sharding arithmetic on the last setting's traced bytes, not traced."""
     from .planner import choose_interventions
 
@@ -593,8 +608,9 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
             if fit.per_sequence <= 0:
                 raise EstimateError(f"{s}: the traced step does not grow with the micro-batch; cannot plan on it")
             steps[s] = fit
-            for t in getattr(fit, "traces", []):     # the fit's own traces decide too: not traced again
-                traced.setdefault((s, t.micro_batch), t.peak)
+            for t in getattr(fit, "traces", []):     # the fit's own traces decide too where they are the step
+                if t.grads_held == (t.micro_batch < global_batch):   # the rung runs: not traced again
+                    traced.setdefault((s, t.micro_batch), t.peak)
         plan = None
         if steps:
             seq = next(iter(steps.values())).seq
@@ -603,7 +619,8 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
                 if (setting, b) not in traced:
                     if progress:
                         progress(f"tracing {setting} at micro-batch {b} ...")
-                    traced[setting, b] = trace_step(config, seq, b, setting, attention=steps[setting].attention).peak
+                    traced[setting, b] = trace_step(config, seq, b, setting, attention=steps[setting].attention,
+                                                    grads_held=b < global_batch).peak   # accumulating: k > 1
                 return traced[setting, b]
             plan = choose_interventions(steps, global_batch, card_bytes, n_params=_model_facts(config).params,
                                         optimizer="adamw", max_accumulation=max_accumulation,
@@ -614,7 +631,7 @@ def plan_from_traces(fits: dict[str, Fit] | Callable[[str], Fit], config: Any, g
         raise EstimateError("the planner needs a setting's traced bytes: pass fits['fp32'] (or fp32+ckpt, bf16+ckpt)")
     if "add devices" not in plan.rungs:
         return Ladder(Rung(plan.rungs, plan.setting, plan.micro_batch, plan.accumulation, plan.largest, plan.estimate,
-                           plan.next_estimate, card_bytes, traced.get((plan.setting, plan.largest))),
+                           plan.next_estimate, card_bytes, traced.get((plan.setting, plan.largest)), global_batch),
                       list(plan.tried))
     if plan.zero_stage is None:
         raise EstimateError(f"no rung fits {fmt_bytes(card_bytes)}, not even on 1024 devices at ZeRO stage 3: "

@@ -173,6 +173,19 @@ def test_fused_attention_traces_the_config_without_attention_dropout():
     assert fit.attention == "fused" and "fused attention" in str(fit) and fit.traces[0].peak == fused.peak
 
 
+def test_a_trace_with_gradients_held_peaks_higher_by_the_gradients_bytes():
+    """The last micro-batch of an accumulating step runs backward with an earlier micro-batch's fp32
+    gradients held: the lone step peaks early in backward with no gradients, so the held step's peak is
+    the lone one plus 4P, the gradients' bytes, at the same moment."""
+    cfg, T = tiny(), 64
+    for update in ("foreach", "loop"):
+        lone, held = E.trace_step(cfg, T, 2, update=update), E.trace_step(cfg, T, 2, update=update, grads_held=True)
+        params = lone.report.peak_breakdown["parameters"]
+        assert lone.report.peak_phase == held.report.peak_phase == "backward" and not lone.grads_held and held.grads_held
+        assert lone.report.peak_breakdown["gradients"] == 0 and held.report.peak_breakdown["gradients"] == params
+        assert held.peak - lone.peak == params          # 4P: the fp32 gradients, as many bytes as the parameters
+
+
 # -- the planner -------------------------------------------------------------------------------
 @slow
 def test_the_planner_calls_a_rung_a_fit_only_when_its_trace_fits_and_the_next_does_not():
@@ -182,7 +195,9 @@ def test_the_planner_calls_a_rung_a_fit_only_when_its_trace_fits_and_the_next_do
     plan = E.plan_from_traces(fits, cfg, 32, card).plan
     assert plan.rungs == ("accumulate",) and plan.setting == "fp32" and plan.micro_batch * plan.accumulation == 32
     assert plan.fits and plan.traced_fit <= card < plan.traced_next and plan.micro_batch <= plan.largest
-    assert plan.traced_largest == E.trace_step(cfg, T, plan.largest).peak <= card   # the largest, traced, fits
+    held = E.trace_step(cfg, T, plan.largest, grads_held=True)     # accumulating (k > 1): gradients held
+    assert plan.traced_largest == held.peak <= card and held.grads_held   # the largest, traced, fits
+    assert plan.traced_largest > E.trace_step(cfg, T, plan.largest).peak  # above the lone step's peak
     with pytest.raises(E.EstimateError, match="no rung fits"):       # no trace: the fit says micro-batch 0
         E.plan_from_traces(fits, cfg, 32, 1000)
 
