@@ -9,6 +9,11 @@
 - Longest first: pytest-xdist's workers take whole files (--dist loadscope --no-loadscope-reorder) in
   collection order, so the files are ordered by their seconds in tests/durations.json, the longest
   first, and the short ones fill the tail. `--record-durations` updates that file from the run.
+- A kernel that dies while it starts is started again (twice at most): jupyter_client picks its TCP
+  ports by asking the OS for free ones and then letting them go, so two xdist workers starting kernels
+  at once can pick the same port, and the kernel dies before its first reply (nbval's setup error
+  "Kernel died before replying to kernel_info", seen once on a fresh clone's make test). nbval has no
+  retry of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +28,26 @@ DURATIONS = layout.ROOT / "tests" / "durations.json"
 
 if os.environ.get("COURSE_PROFILE") != "gpu":
     os.environ.update(layout.CPU_ENV)
+
+
+def _start_kernel_again_if_it_dies():
+    try:
+        import nbval.kernel
+    except ImportError:   # nbval not installed: nothing to start
+        return
+    start = nbval.kernel.start_new_kernel
+
+    def start_new_kernel(*args, **kwargs):
+        for attempt in range(3):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+    nbval.kernel.start_new_kernel = start_new_kernel
+
+
+_start_kernel_again_if_it_dies()
 
 
 def pytest_addoption(parser):
