@@ -30,21 +30,24 @@ if os.environ.get("COURSE_PROFILE") != "gpu":
     os.environ.update(layout.CPU_ENV)
 
 
+def _retrying(start, attempts: int = 3):
+    """start (nbval's start_new_kernel) tried again when the kernel dies while it starts, attempts times in all."""
+    def start_new_kernel(*args, **kwargs):
+        for attempt in range(attempts):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError:
+                if attempt == attempts - 1:
+                    raise
+    return start_new_kernel
+
+
 def _start_kernel_again_if_it_dies():
     try:
         import nbval.kernel
     except ImportError:   # nbval not installed: nothing to start
         return
-    start = nbval.kernel.start_new_kernel
-
-    def start_new_kernel(*args, **kwargs):
-        for attempt in range(3):
-            try:
-                return start(*args, **kwargs)
-            except RuntimeError:
-                if attempt == 2:
-                    raise
-    nbval.kernel.start_new_kernel = start_new_kernel
+    nbval.kernel.start_new_kernel = _retrying(nbval.kernel.start_new_kernel)
 
 
 _start_kernel_again_if_it_dies()
