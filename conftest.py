@@ -9,7 +9,7 @@
 - Longest first: pytest-xdist's workers take whole files (--dist loadscope --no-loadscope-reorder) in
   collection order, so the files are ordered by their seconds in tests/durations.json, the longest
   first, and the short ones fill the tail. `--record-durations` updates that file from the run.
-- A kernel that dies while it starts is started again (twice at most): jupyter_client picks its TCP
+- A kernel that dies while it starts is started again (twice at most; tools/kernel_start.py): jupyter_client picks its TCP
   ports by asking the OS for free ones and then letting them go, so two xdist workers starting kernels
   at once can pick the same port, and the kernel dies before its first reply (nbval's setup error
   "Kernel died before replying to kernel_info", seen once on a fresh clone's make test). nbval has no
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 
-from tools import layout
+from tools import kernel_start, layout
 
 pytest_plugins = ["tests.wrong_answers.plugin", "pytester"]
 DURATIONS = layout.ROOT / "tests" / "durations.json"
@@ -30,24 +30,12 @@ if os.environ.get("COURSE_PROFILE") != "gpu":
     os.environ.update(layout.CPU_ENV)
 
 
-def _retrying(start, attempts: int = 3):
-    """start (nbval's start_new_kernel) tried again when the kernel dies while it starts, attempts times in all."""
-    def start_new_kernel(*args, **kwargs):
-        for attempt in range(attempts):
-            try:
-                return start(*args, **kwargs)
-            except RuntimeError:
-                if attempt == attempts - 1:
-                    raise
-    return start_new_kernel
-
-
 def _start_kernel_again_if_it_dies():
     try:
         import nbval.kernel
     except ImportError:   # nbval not installed: nothing to start
         return
-    nbval.kernel.start_new_kernel = _retrying(nbval.kernel.start_new_kernel)
+    nbval.kernel.start_new_kernel = kernel_start.retrying(nbval.kernel.start_new_kernel)
 
 
 _start_kernel_again_if_it_dies()

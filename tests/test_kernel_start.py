@@ -1,18 +1,9 @@
-"""The root conftest starts again a notebook kernel that dies while it starts (see its docstring)."""
-
-import sys
+"""The root conftest starts again a notebook kernel that dies while it starts (tools/kernel_start.py)."""
 
 import nbval.kernel
 import pytest
 
-from tools import layout
-
-
-def _retrying():
-    """The root conftest's _retrying, as pytest imported it (other folders' conftests share its module name)."""
-    root = str(layout.ROOT / "conftest.py")
-    (module,) = [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == root]
-    return module._retrying
+from tools import kernel_start
 
 
 def _starts(failures: int):
@@ -27,17 +18,17 @@ def _starts(failures: int):
 
 
 def test_nbval_starts_its_kernels_through_the_retry():
-    assert nbval.kernel.start_new_kernel.__qualname__.startswith("_retrying.")
+    assert nbval.kernel.start_new_kernel.__qualname__.startswith("retrying.")
 
 
 def test_a_kernel_that_dies_twice_while_it_starts_is_started_a_third_time():
     start, calls = _starts(failures=2)
-    assert _retrying()(start)("python") == ("km", "kc")
+    assert kernel_start.retrying(start)("python") == ("km", "kc")
     assert len(calls) == 3
 
 
 def test_a_kernel_that_dies_three_times_fails_with_its_own_error():
     start, calls = _starts(failures=3)
     with pytest.raises(RuntimeError, match="Kernel died"):
-        _retrying()(start)("python")
+        kernel_start.retrying(start)("python")
     assert len(calls) == 3
