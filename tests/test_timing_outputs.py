@@ -121,3 +121,15 @@ def test_strict_nbval_masks_the_noise_verdict():
     noise = Timings({"a": [0.9, 1.2, 1.0], "b": [1.0, 1.0, 1.0]}).compare("a", "b")
     assert NOISE in noise and NOISE not in apart
     assert _sanitized(apart) == _sanitized(noise) == "a / b: ~<varies> x~<varies> x to ~<varies> x)"
+
+
+def test_strict_nbval_masks_a_figure_printed_only_with_a_direction():
+    """Lesson 03 prints its extra forward passes only when the rounds read a direction; both lines sanitize alike."""
+    from test_notebook_hygiene import _sanitized
+
+    from helpers.units import fmt_timed
+
+    read = f"(per block - store all) / forward only, wall time: {fmt_timed(0.557)} (an observation)"
+    unread = "(per block - store all) / forward only, wall time: not printed, no direction read"
+    assert _sanitized(read) == _sanitized(unread) == "(per block - store all) / forward only, wall time: ~<varies> (an observation)"
+    assert _sanitized("x: not printed") == "x: not printed"  # the rule needs its whole phrase
