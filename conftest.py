@@ -9,6 +9,7 @@
 - Longest first: pytest-xdist's workers take whole files (--dist loadscope --no-loadscope-reorder) in
   collection order, so the files are ordered by their seconds in tests/durations.json, the longest
   first, and the short ones fill the tail. `--record-durations` updates that file from the run.
+- Under pytest-xdist each worker's kernels get their share of the cores as OpenMP threads (see below).
 - A kernel that dies while it starts is started again (twice at most; tools/kernel_start.py): jupyter_client picks its TCP
   ports by asking the OS for free ones and then letting them go, so two xdist workers starting kernels
   at once can pick the same port, and the kernel dies before its first reply (nbval's setup error
@@ -28,6 +29,15 @@ DURATIONS = layout.ROOT / "tests" / "durations.json"
 
 if os.environ.get("COURSE_PROFILE") != "gpu":
     os.environ.update(layout.CPU_ENV)
+
+
+# Under pytest-xdist each worker's kernels get their share of the cores as OpenMP threads (at least 1), unless the
+# caller set them: two workers whose PyTorch kernels each ask OpenMP for every core oversubscribe the machine, and
+# OpenMP's spinning barriers then stall (on a loaded 2-core machine, four PyTorch notebooks under -n 2 took 163 and 174 s with the
+# default threads, 111 and 125 s with one each). Results do not depend on the thread count (make matrix runs the
+# notebooks at 1 and 4 threads); only the times do.
+os.environ.update(layout.worker_threads(os.environ, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                        else os.cpu_count() or 1))
 
 
 def _start_kernel_again_if_it_dies():

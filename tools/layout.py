@@ -161,3 +161,12 @@ def main_line_headings(cells: list[dict]) -> list[str]:
 def cpu_environ(base: dict | None = None) -> dict:
     """An environment for running notebooks as the committed outputs were recorded."""
     return {**(os.environ if base is None else base), **CPU_ENV}
+
+
+def worker_threads(environ: dict, cores: int) -> dict:
+    """The OpenMP thread counts to add for a pytest-xdist worker: each worker's share of the cores (at least 1),
+    where the caller has not set them; nothing outside xdist or with one worker."""
+    workers = int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1:
+        return {}
+    return {name: str(max(1, cores // workers)) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if name not in environ}

@@ -16,7 +16,7 @@ AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "XLA_FLAGS"
 XDIST = ["-n", "2", "--dist", "loadscope", "--no-loadscope-reorder"]
 # name: (what it is, environment, command prefix, pytest-xdist options)
 CONFIGS = {
-    "ci": ("as CI runs it: all cores, default kernels and threads", {}, [], XDIST),
+    "ci": ("as CI runs it: all cores, default kernels, each xdist worker its share of the threads", {}, [], XDIST),
     "avx2-1core": ("one core, AVX2-only kernels (a laptop without AVX-512)", AVX2, ["taskset", "-c", "0"], []),
     "threads-1": ("PyTorch and XLA held to 1 thread each",
                   {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
