@@ -180,6 +180,33 @@ def test_prediction_of_a_billion_parameter_step_is_fast_and_allocates_nothing():
     assert result["seconds"] < 30
 
 
+_COLLECTED_OBJECTS = """
+import gc, sys
+import torch
+import helpers as hp
+loaded = "torch._dynamo" in sys.modules
+from torch.utils.checkpoint import checkpoint
+net = torch.nn.Linear(4, 4)
+opt = torch.optim.Adam(net.parameters())
+checkpoint(net, torch.randn(2, 4, requires_grad=True), use_reentrant=False).sum().backward()
+opt.step()
+opt.zero_grad()
+print(loaded, len(gc.get_objects()))
+"""
+
+
+def test_the_collections_around_a_measurement_walk_only_what_came_after_helpers():
+    # hp.measure_memory and hp.held_bytes run full collections; helpers freezes what is alive when it is
+    # imported out of their passes. torch loads its compiler's front end (torch._dynamo, some 120,000
+    # objects) on the first optimizer step or checkpoint: helpers loads it first, so that a step and a
+    # checkpoint leave only their own few objects for the collector (a fresh process: an import order of its own).
+    run = subprocess.run([sys.executable, "-c", _COLLECTED_OBJECTS], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    loaded, tracked = run.stdout.split()[-2:]
+    assert loaded == "True" and int(tracked) < 5_000, run.stdout
+
+
 def test_bad_input_says_what_to_pass():
     with pytest.raises(TypeError, match="hp.Workload"):
         hp.measure_memory(lambda: None)  # type: ignore[arg-type]
