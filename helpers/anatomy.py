@@ -27,7 +27,7 @@ class ParamBytes:
     def __str__(self) -> str:
         parts = f"{self.parameters} params + {self.gradients} grads + {self.optimizer} optimizer"
         if self.low_precision_copies:
-            parts += f" + {self.low_precision_copies} low-precision copies"
+            parts += f" + {self.low_precision_copies} weight copy (16-bit)"
         return f"{self.total}P = {parts}"
 
 

@@ -11,6 +11,7 @@ def test_sixteen_bytes_per_parameter_for_adam_in_fp32():
 
 def test_mixed_precision_and_other_optimizers():
     assert hp.bytes_per_param("adamw", "mixed").total == 18  # lesson 02 and exercise 7 measure 2 bytes of copies
+    assert str(hp.bytes_per_param("adam", "mixed")) == "18P = 4 params + 4 grads + 8 optimizer + 2 weight copy (16-bit)"
     assert hp.bytes_per_param("sgd").total == 8
     assert hp.bytes_per_param("momentum").total == 12
 
