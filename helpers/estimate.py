@@ -31,6 +31,7 @@ import json
 import re
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -257,8 +258,28 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
 
     found: set[int] = set()
     del tf
-    report = predict_memory(setup, tracker=_vocab_tracker(dims["vocab"], dims["d"], found))
+    with _one_sequence_per_row():
+        report = predict_memory(setup, tracker=_vocab_tracker(dims["vocab"], dims["d"], found))
     return Traced(micro_batch, report, _vocab_at_peak(report, found), grads_held)
+
+
+@contextmanager
+def _one_sequence_per_row():
+    """Within a trace, transformers' packed-sequence test answers as on real tensors (one sequence per row).
+
+    Without a cache (use_cache=False, or checkpointing) transformers reads the position ids to detect
+    packed sequences; on fake tensors it cannot read them, keeps a [b, T] index and then builds a
+    [b, 1, T, T] mask in every layer that a real step skips (it passes is_causal to SDPA). trace_step
+    passes no position ids, so they are 0..T-1 in every row and a real step's answer is None.
+    """
+    import transformers.masking_utils as mu
+
+    real = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = real
 
 
 def _vocab_at_peak(report: MemoryReport, found: set[int]) -> dict[str, int]:

@@ -173,6 +173,21 @@ def test_fused_attention_traces_the_config_without_attention_dropout():
     assert fit.attention == "fused" and "fused attention" in str(fit) and fit.traces[0].peak == fused.peak
 
 
+def test_a_trace_without_the_cache_matches_a_real_step_to_the_byte(monkeypatch):
+    """use_cache=False (the ledger's variant) and checkpointing run without a cache: on fake tensors
+    transformers could not read the position ids and built a [b, 1, T, T] mask per layer that a real
+    step skips; the trace must hold what the real step (hp.measure_memory on real tensors) holds."""
+    from helpers import memory_torch
+
+    T, b = 64, 2
+    cfgs = [tiny(attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=u) for u in (False, True)]
+    fake = [E.trace_step(c, T, b) for c in cfgs] + [E.trace_step(cfgs[0], T, b, "fp32+ckpt")]
+    monkeypatch.setattr(E, "predict_memory",
+                        lambda setup, steps=1, tracker=None: memory_torch.measure_memory(setup(), steps, tracker=tracker))
+    real = [E.trace_step(c, T, b) for c in cfgs] + [E.trace_step(cfgs[0], T, b, "fp32+ckpt")]
+    assert [f.peak for f in fake] == [r.peak for r in real]
+
+
 def test_a_trace_with_gradients_held_peaks_higher_by_the_gradients_bytes():
     """The last micro-batch of an accumulating step runs backward with an earlier micro-batch's fp32
     gradients held: the lone step peaks early in backward with no gradients, so the held step's peak is
