@@ -519,7 +519,7 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
         steps.append(("the other dropouts keep a 4-byte fp32 scale per value on the CPU", dict.fromkeys(other, 0.0),
                       True))
     if getattr(config, "use_cache", False) and not SETTINGS[setting].checkpoint:
-        steps.append(("use_cache=True, the config's default (what it keeps: not examined)", {"use_cache": False},
+        steps.append(("use_cache=True, the config's default (a cache for generation)", {"use_cache": False},
                       True))
     steps.append(("the step holds the output object (its logits) through backward", {}, False))
     changes: dict[str, Any] = {}
