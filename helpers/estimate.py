@@ -511,8 +511,7 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
     attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
     if attn:
         steps.append(("attention dropout: the CPU's SDPA then runs its unfused math kernel, which keeps three "
-                      "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities) in place of the fused "
-                      "kernel's output and logsumexp",
+                      "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities)",
                       dict.fromkeys(attn, 0.0), True))
     other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
     if other:
