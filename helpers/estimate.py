@@ -398,6 +398,7 @@ class Row:
     reason: str = ""
     explained: int | None = None          # bytes of the residual the reason accounts for (checked)
     korthikanti: int | None = None
+    reasons: dict[str, int] = field(default_factory=dict)   # each named reason's share, in bytes (variant traces)
 
     @property
     def residual(self) -> int:
@@ -507,27 +508,27 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
     """Trace variants, each on top of the one before (so no byte is claimed twice); where a row's
     per-sequence bytes drop, the drop is that reason's share of the row's residual."""
     vb = 2 if SETTINGS[setting].precision == "bf16" else 4
-    steps: list[tuple[str, dict[str, Any], bool]] = []
+    steps: list[tuple[str, str, dict[str, Any], bool]] = []   # key, reason, config changes, hold outputs
     if getattr(config, "activation_function", None) == "gelu_new":
-        steps.append(("gelu_new (a Python tanh formula) keeps its intermediates for backward",
+        steps.append(("gelu_new", "gelu_new (a Python tanh formula) keeps its intermediates for backward",
                       {"activation_function": "gelu_pytorch_tanh"}, True))
     attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
     if attn:
-        steps.append(("attention dropout: the CPU's SDPA then runs its unfused math kernel, which keeps three "
+        steps.append(("attention dropout", "attention dropout: the CPU's SDPA then runs its unfused math kernel, which keeps three "
                       "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities)",
                       dict.fromkeys(attn, 0.0), True))
     other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
     if other:
-        steps.append(("the other dropouts keep a 4-byte fp32 scale per value on the CPU", dict.fromkeys(other, 0.0),
+        steps.append(("other dropouts", "the other dropouts keep a 4-byte fp32 scale per value on the CPU", dict.fromkeys(other, 0.0),
                       True))
     if getattr(config, "use_cache", False) and not SETTINGS[setting].checkpoint:
-        steps.append(("use_cache=True, the config's default (a cache for generation)", {"use_cache": False},
+        steps.append(("use_cache", "use_cache=True, the config's default (a cache for generation)", {"use_cache": False},
                       True))
-    steps.append(("the step holds the output object (its logits) through backward", {}, False))
+    steps.append(("output object", "the step holds the output object (its logits) through backward", {}, False))
     changes: dict[str, Any] = {}
     before = fit
     by_name = {r.name: r for r in per}
-    for reason, change, hold in steps:
+    for key, reason, change, hold in steps:
         changes.update(change)
         if progress:
             progress(f"explaining ({reason.split(' (')[0]}) ...")
@@ -544,6 +545,7 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
                     size = f"{drop / (seq * dims['d']):.2f}d bytes per token"
                 row.reason = (row.reason + "; " if row.reason else "") + f"{reason}: {_mb(drop)} = {size}"
                 row.explained = (row.explained or 0) + drop
+                row.reasons[key] = drop
         before = after
 
 

@@ -116,12 +116,24 @@ def test_the_fp32_ledger_explains_gelu_new_the_logits_and_the_model_states():
     assert const["gradients"].traced == 0 and const["gradients"].unexplained == 0   # peak before gradients
     assert per["activations (blocks)"].closed == 16 * d * T * L * 4
     assert "gelu_new" in per["activations (blocks)"].reason and "12.00d" in per["activations (blocks)"].reason
+    assert per["activations (blocks)"].reasons == {"gelu_new": 12 * d * T * L * 4}   # each share in bytes
+    assert per["logits (forward)"].reasons == {"output object": V * T * 4}
     assert per["logits (forward)"].closed == V * T * 4 and per["logits (forward)"].unexplained == 0
     assert per["logits' gradients"].traced == 2 * V * T * 4 and per["logits' gradients"].unexplained == 0
     # what is not explained is printed as such, never hidden
     for row in led.constant + led.per_sequence:
         assert (f"UNEXPLAINED {row.unexplained:,} B" in str(row)) == bool(row.unexplained)
     assert facts.tensors * 4 == const["optimizer state"].residual
+
+
+@slow
+def test_gpt2s_shares_in_bytes_attention_dropout_three_score_tensors_per_head_less_the_fused_kernels_output_and_logsumexp():
+    """GPT-2 124M at T = 1024 (lesson 07's ledger): each named share, in the ledger's order, to the byte."""
+    T, d, h, L = 1024, 768, 12, 12
+    share = {r.name: r for r in E.build_ledger("gpt2", T, "fp32").per_sequence}["activations (blocks)"].reasons
+    assert list(share) == ["gelu_new", "attention dropout", "other dropouts", "use_cache"]
+    assert share["gelu_new"] == 12 * 4 * d * T * L and share["use_cache"] == 2 * 4 * d * T * L
+    assert share["attention dropout"] == L * (3 * 4 * T * T * h - 4 * d * T - 4 * h * T)
 
 
 @slow
