@@ -138,11 +138,11 @@ class Timings:
     def compare(self, a: str, b: str, cpu: bool = False) -> str:
         """One line, 'a / b: ~1.24 x (rounds ~1.1 x to ~1.3 x)', or, when the rounds' ratios fall
         on both sides of 1, '..., within the noise of this machine (rounds ...)'. Masked figures;
-        of CPU times if cpu."""
+        of CPU times if cpu ('a / b, CPU time: ...')."""
         lo, hi = self.spread(a, b, cpu)
         ratio = self.cpu_time(a) / self.cpu_time(b) if cpu else self.ratio(a, b)
         noise = ", within the noise of this machine" if self.within_noise(a, b, cpu) else ""
-        return (f"{a} / {b}: {fmt_timed(ratio, 'x')}{noise} "
+        return (f"{a} / {b}{', CPU time' * cpu}: {fmt_timed(ratio, 'x')}{noise} "
                 f"(rounds {fmt_timed(lo, 'x')} to {fmt_timed(hi, 'x')})")
 
 

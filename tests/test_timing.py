@@ -157,6 +157,6 @@ def test_a_direction_is_stated_only_outside_the_noise_on_both_clocks():
     assert wall_noisy.direction("a", "b") is None
     against = Timings(wall_clear, {"a": [1.2, 1.3, 1.25], "b": [1.0, 1.0, 1.0]})  # clocks disagree
     assert against.direction("a", "b") is None
-    assert against.compare("a", "b", cpu=True) == "a / b: ~1.25 x (rounds ~1.2 x to ~1.3 x)"
+    assert against.compare("a", "b", cpu=True) == "a / b, CPU time: ~1.25 x (rounds ~1.2 x to ~1.3 x)"
     with pytest.raises(ValueError, match="no CPU times"):
         Timings(wall_clear).direction("a", "b")
