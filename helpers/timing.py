@@ -111,25 +111,38 @@ class Timings:
         """Median time of a over median time of b (the figure compare() prints)."""
         return self[a] / self[b]
 
-    def spread(self, a: str, b: str) -> tuple[float, float]:
-        """The smallest and largest per-round ratio time(a) / time(b)."""
+    def spread(self, a: str, b: str, cpu: bool = False) -> tuple[float, float]:
+        """The smallest and largest per-round ratio time(a) / time(b); of CPU times if cpu."""
         self[a], self[b]  # noqa: B018 (a clear KeyError for an unknown name)
-        per_round = [x / y for x, y in zip(self.rounds[a], self.rounds[b])]
+        if cpu:
+            self.cpu_time(a)  # noqa: B018 (a clear error when no CPU times were recorded)
+        rounds = self.cpu_rounds if cpu else self.rounds
+        per_round = [x / y for x, y in zip(rounds[a], rounds[b])]
         return min(per_round), max(per_round)
 
-    def within_noise(self, a: str, b: str) -> bool:
+    def within_noise(self, a: str, b: str, cpu: bool = False) -> bool:
         """Whether the per-round ratios of a to b fall on both sides of 1 (no direction to read), read
         at the 3 significant digits compare() prints them with: a round of 1.004 is printed as 1, and
         a reader of 'rounds ~1 x to ~1.03 x' must not be told there is a direction."""
-        lo, hi = (float(f"{r:.3g}") for r in self.spread(a, b))
+        lo, hi = (float(f"{r:.3g}") for r in self.spread(a, b, cpu))
         return lo <= 1 <= hi
 
-    def compare(self, a: str, b: str) -> str:
+    def direction(self, a: str, b: str) -> str | None:
+        """'less' or 'more' when a takes less (more) time than b outside the noise on both clocks,
+        wall and CPU time; None when either clock's rounds hold 1 or the clocks disagree."""
+        if self.within_noise(a, b) or self.within_noise(a, b, cpu=True):
+            return None
+        wall, cpu = self.ratio(a, b) < 1, self.cpu_time(a) < self.cpu_time(b)
+        return ("less" if wall else "more") if wall == cpu else None
+
+    def compare(self, a: str, b: str, cpu: bool = False) -> str:
         """One line, 'a / b: ~1.24 x (rounds ~1.1 x to ~1.3 x)', or, when the rounds' ratios fall
-        on both sides of 1, '..., within the noise of this machine (rounds ...)'. Masked figures."""
-        lo, hi = self.spread(a, b)
-        noise = ", within the noise of this machine" if self.within_noise(a, b) else ""
-        return (f"{a} / {b}: {fmt_timed(self.ratio(a, b), 'x')}{noise} "
+        on both sides of 1, '..., within the noise of this machine (rounds ...)'. Masked figures;
+        of CPU times if cpu ('a / b, CPU time: ...')."""
+        lo, hi = self.spread(a, b, cpu)
+        ratio = self.cpu_time(a) / self.cpu_time(b) if cpu else self.ratio(a, b)
+        noise = ", within the noise of this machine" if self.within_noise(a, b, cpu) else ""
+        return (f"{a} / {b}{', CPU time' * cpu}: {fmt_timed(ratio, 'x')}{noise} "
                 f"(rounds {fmt_timed(lo, 'x')} to {fmt_timed(hi, 'x')})")
 
 

@@ -144,3 +144,19 @@ def test_a_lowest_round_printed_as_1_counts_as_touching_1():
     assert edge.within_noise("a", "b")
     assert edge.compare("a", "b").endswith("within the noise of this machine (rounds ~1 x to ~1.03 x)")
     assert not Timings({"a": [1.006, 1.03], "b": [1.0, 1.0]}).within_noise("a", "b")  # printed ~1.01
+
+
+def test_a_direction_is_stated_only_outside_the_noise_on_both_clocks():
+    wall_clear = {"a": [0.5, 0.6, 0.7], "b": [1.0, 1.0, 1.0]}
+    both = Timings(wall_clear, {"a": [0.8, 0.9, 0.85], "b": [1.0, 1.0, 1.0]})
+    assert both.direction("a", "b") == "less" and both.direction("b", "a") == "more"
+    cpu_noisy = Timings(wall_clear, {"a": [0.8, 1.1, 0.9], "b": [1.0, 1.0, 1.0]})  # CPU rounds hold 1
+    assert cpu_noisy.direction("a", "b") is None and cpu_noisy.within_noise("a", "b", cpu=True)
+    assert "within the noise" in cpu_noisy.compare("a", "b", cpu=True)
+    wall_noisy = Timings({"a": [0.5, 1.2, 0.7], "b": [1.0, 1.0, 1.0]}, both.cpu_rounds)
+    assert wall_noisy.direction("a", "b") is None
+    against = Timings(wall_clear, {"a": [1.2, 1.3, 1.25], "b": [1.0, 1.0, 1.0]})  # clocks disagree
+    assert against.direction("a", "b") is None
+    assert against.compare("a", "b", cpu=True) == "a / b, CPU time: ~1.25 x (rounds ~1.2 x to ~1.3 x)"
+    with pytest.raises(ValueError, match="no CPU times"):
+        Timings(wall_clear).direction("a", "b")

@@ -61,6 +61,15 @@ def check_notebook(cells: list[dict]) -> list[str]:
             if not spread:
                 continue
             where = f"cell {index}: {line.strip()!r}"
+            cpu = re.search(r" / .+, CPU time: ~(?P<r>[0-9.e+-]+) x", line)
+            if cpu:   # Timings.compare(cpu=True): CPU times are not printed, so only its range is checked
+                r, lo, hi = float(cpu["r"]), float(spread["lo"]), float(spread["hi"])
+                if not (lo * (1 - ROUNDING) <= r <= hi * (1 + ROUNDING)):
+                    problems.append(f"{where}: the ratio lies outside its rounds' range")
+                if (NOISE in line) != (lo <= 1 <= hi):
+                    problems.append(f"{where}: says {'' if NOISE in line else 'not '}'{NOISE}' "
+                                    f"with rounds from {lo} to {hi}")
+                continue
             line_times = times | {m["name"]: float(m["t"]) for m in INLINE_TIME.finditer(line)}
             pairs = [(a, b) for a in line_times for b in line_times if f"{a} / {b}: ~" in line]
             if not pairs:
@@ -109,6 +118,10 @@ def test_the_scan_catches_what_it_should():
     assert "not 1.9" in check_notebook([_cell(row.format("1.9"))])[0]
     later = [_cell(row.format("1.57"), "measured / model: ~1.57 x (rounds ~1.2 x to ~2.7 x)")]
     assert "without the times" in check_notebook(later)[0]   # a row's times hold for its line only
+    cpu_time = [_cell("a: ~100 ms/call", "b: ~50 ms/call", "a / b, CPU time: ~1.5 x (rounds ~1.4 x to ~1.6 x)")]
+    assert check_notebook(cpu_time) == []   # CPU times are not the printed wall times
+    assert NOISE in check_notebook([_cell("a / b, CPU time: ~1.5 x (rounds ~0.9 x to ~1.6 x)")])[0]
+    assert "outside" in check_notebook([_cell("a / b, CPU time: ~1.9 x (rounds ~1.4 x to ~1.6 x)")])[0]
 
 
 def test_strict_nbval_masks_the_noise_verdict():
