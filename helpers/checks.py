@@ -241,7 +241,6 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
 _WATCHED: dict[str, tuple[list[int], object, str, object]] = {}
 # hp.<name> -> (its arguments by parameter name, its result) for each call since watch_helpers(record=...)
 _RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
-_REPORTED = [False]  # whether a check has reported the calls counted by the watch now running
 
 
 def _unwatch() -> None:
@@ -252,7 +251,6 @@ def _unwatch() -> None:
             setattr(owner, attr, held)
     _WATCHED.clear()
     _RECORDED.clear()
-    _REPORTED[0] = False
 
 
 def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record: Iterable[str] = (),
@@ -264,16 +262,17 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     cell starts the count again. The helpers named in `record` (watched as well) also keep each call's
     arguments and result, for a check that asks, with watched_calls, whether an answer came from them.
 
-    keep=True goes on with a watch of the same helpers that is already running, unless a check has already
-    reported its calls (then it starts again): the solution cell's first line where a given cell at the top
-    of the part (or a check that failed) started the watch, so that a call from a scratch cell run before
-    the solution cell still fails the check."""
+    keep=True goes on with a watch of the same helpers that is already running: the solution cell's first
+    line where a given cell at the top of the part (or a check that failed) started the watch, so that a call
+    from a scratch cell run before the solution cell still fails the check. A check that reports calls sets
+    the count back to 0 and goes on watching, so that a call made after it, before the solution cell runs
+    again, fails the check too."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
     targets += [(f"{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
-    if keep and not _REPORTED[0] and sorted(_WATCHED) == sorted(label for label, *_ in targets):
+    if keep and sorted(_WATCHED) == sorted(label for label, *_ in targets):
         return
     _unwatch()
     targets = [(label, owner, attr, getattr(owner, attr)) for label, owner, attr, _ in targets]  # unwatched now
@@ -311,7 +310,8 @@ def assert_helpers_unused(*, part: str, hint: str) -> None:
     made the call: a given cell run ahead of the check may have."""
     called = [label for label, (count, *_) in _WATCHED.items() if count[0]]
     if called:
-        _REPORTED[0] = True  # the solution cell run again starts a new count, even with keep=True
+        for count, *_ in _WATCHED.values():
+            count[0] = 0  # reported: the watch goes on from 0, so a call made before the next check counts again
         raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called before this "
                           f"check passed (by your code, a scratch cell, or a given cell run ahead of this check): "
                           f"predict without it, then run your answer cell and this check again. Hint: {hint}")

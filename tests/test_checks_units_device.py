@@ -360,7 +360,11 @@ def test_watch_helpers_keep_counts_a_call_made_before_the_solution_cell_until_a_
     hp.watch_helpers("zero_bytes", keep=True)  # the solution cell's first line: the call still counts
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
         hp.assert_helpers_unused(part="part 1", hint="h")
-    hp.watch_helpers("zero_bytes", keep=True)  # run again once the check has said so: a new count
+    hp.zero_bytes(10, 2, 1)  # a scratch cell run after the check said so, before the solution cell
+    hp.watch_helpers("zero_bytes", keep=True)  # run again: the count since the report goes on
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 1", hint="h")
+    hp.watch_helpers("zero_bytes", keep=True)  # run again without a call since the report: it passes
     hp.assert_helpers_unused(part="part 1", hint="h")
     hp.watch_helpers("zero_bytes", keep=True)  # no watch running: it starts one
     hp.zero_bytes(10, 2, 1)
