@@ -410,7 +410,7 @@ class Row:
 
     def __str__(self) -> str:
         closed = "-" if self.closed is None else _mb(self.closed)
-        kor = "" if self.korthikanti is None else f"; Korthikanti's closed form, in 16-bit values: {_mb(self.korthikanti)}"
+        kor = "" if self.korthikanti is None else f"; for comparison, not the closed form column (the course's 16d, fp32): Korthikanti's full count, 34 + 5as/h, in 16-bit values: {_mb(self.korthikanti)}"
         why = self.reason if self.residual or self.explained else ""   # a reason explains a residual: none, none shown
         if self.unexplained:
             why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"

@@ -343,7 +343,7 @@ class AffineFit:
 
     def __str__(self) -> str:
         verdict = "exact" if self.affine else f"off by {self.miss:+,} bytes, {self.relative_miss:+.2%}"
-        return (f"peak = {self.constant:,} + {self.slope:,} x {self.variable}; at {self.variable}="
+        return (f"plan total = {self.constant:,} + {self.slope:,} x {self.variable}; at {self.variable}="
                 f"{self.at[2]} the fit gives {self.predicted:,} bytes, the plan {self.peaks[2]:,} ({verdict})")
 
 
