@@ -43,7 +43,7 @@ _LAZY = {
     "memory_jax": ("device_memory", "eager_step_samples", "live_bytes_by", "saved_residuals",
                    "shapes_of", "tree_bytes", "xla_memory_plan"),
     "distributed_torch": ("launch", "rank_memory"),
-    "estimate": ("build_ledger", "fit_per_sequence", "load_config", "plan_from_traces", "trace_step"),
+    "estimate": ("block_row", "build_ledger", "fit_per_sequence", "load_config", "plan_from_traces", "trace_step"),
     "gpt_jax": ("minigpt_init", "minigpt_logits", "minigpt_loss"),
     "models_jax": ("make_transformer_step", "plan_per_layer", "plan_per_sequence", "plan_step", "shape_from_hf",
                    "transformer_init", "transformer_logits", "transformer_loss", "transformer_param_count"),

@@ -567,6 +567,95 @@ def _explain_logits(per: list[Row], seq: int, vocab: int, setting: str) -> None:
                     + ("; " + f.reason if f.reason else ""))
 
 
+
+# -- one block's row, at full width ------------------------------------------------------------
+@dataclass
+class BlockRow:
+    """One block's activations per sequence, traced at full width with 1 and 2 blocks at micro-batches 2
+    and 4 (four short traces: the difference of differences is one block, one sequence), against the
+    course's 16d closed form; the residual named by what each part of the block keeps for backward."""
+
+    row: Row
+    logits: dict[str, int]       # per sequence, from the 1-block fit: "logits (forward)", "logits' gradients"
+    affine: bool                 # each trace's activations are 1 or 2 blocks' per sequence x micro-batch + a constant
+    traces: list[Traced]
+
+    def __str__(self) -> str:
+        head = f"  {'row':<21}{'closed form':>13}{'traced':>13}{'residual':>13}  reason"
+        note = "" if self.affine else "\n  (NOT affine: the blocks' bytes are not b x one block per sequence; trust no row)"
+        return "\n".join(["  -- one block, per sequence (traced with 1 and 2 blocks at micro-batches 2, 4)", head,
+                          str(self.row)]) + note
+
+
+def _llama_block_parts(config, seq: int, precision: str) -> dict[str, int]:
+    """What a Hugging Face Llama block keeps for backward per sequence, by part, in bytes, on this CPU
+    (SDPA's fused kernel, whose output is laid out so that o_proj's input is the same storage).
+    fp32: every part 4-byte values. bf16 (CPU autocast): the norms and the residual stream stay fp32;
+    autocast casts a norm's output to bf16 once per projection that reads it (q, k, v; gate, up); RoPE's
+    fp32 cos/sin make rotated q and k fp32, which SDPA casts back to bf16; the generation cache holds
+    the fp32 rotated K (use_cache); the projections' outputs are bf16."""
+    d, ff, h = config.hidden_size, config.intermediate_size, config.num_attention_heads
+    hd = getattr(config, "head_dim", None) or d // h
+    kv = config.num_key_value_heads * hd
+    if precision == "fp32":
+        return {"RMSNorm": 4 * seq * 2 * (3 * d + 1),   # two per block: input, normalized, output (d each); rsqrt
+                "attention": 4 * seq * (d + 2 * kv + d + h),   # rotated q; K, V at n_kv_heads; output; logsumexp
+                "SwiGLU": 4 * seq * 4 * ff}             # gate (the SiLU input), SiLU output, up, their product
+    cache = 4 * kv if getattr(config, "use_cache", False) else 0
+    return {"RMSNorm": seq * (2 * (4 * d + 4 + 4 * d) + 5 * 2 * d),
+            "attention": seq * (2 * d + 2 * 2 * kv + 4 * h + 2 * d + cache),
+            "SwiGLU": seq * 4 * 2 * ff}
+
+
+_PART_REASONS = {
+    "fp32": {
+        "RMSNorm": "two RMSNorms, each its input, normalized input and output (3d) and rsqrt (1 per token)",
+        "attention": "attention: rotated q (d), K and V at n_kv_heads (repeat_kv's copies not saved), SDPA's "
+                     "output (o_proj's input, one storage) and logsumexp per head",
+        "SwiGLU": "SwiGLU: gate (the SiLU input), SiLU output, up and their product, d_ff each"},
+    "bf16": {
+        "RMSNorm": "two RMSNorms, each its fp32 input, rsqrt and normalized input, and a bf16 copy of its output "
+                   "per projection that reads it (5 in all)",
+        "attention": "attention: bf16 q, K, V (K, V at n_kv_heads), SDPA's bf16 output and fp32 logsumexp, the "
+                     "generation cache's fp32 rotated K",
+        "SwiGLU": "SwiGLU: gate, SiLU output, up and their product, d_ff each in bf16"},
+}
+
+
+def block_row(config: Any, seq: int, setting: str = "fp32") -> BlockRow:
+    """One block's activations per sequence, traced (lone steps, the one-tensor AdamW update, so that the
+    peak falls in backward with every block's activations alive), against the 16d closed form. For an fp32
+    or bf16 Llama the residual is named by part (_llama_block_parts); what the parts do not name, and any
+    other model's residual, is printed UNEXPLAINED."""
+    config = load_config(config)
+    s, dims = SETTINGS[setting], _dims(config)
+    if s.checkpoint:
+        raise EstimateError("block_row traces without checkpointing: under it a block keeps only its input")
+    rows: dict[tuple[int, int], dict[str, int]] = {}
+    traces = []
+    for layers in (1, 2):
+        for b in (2, 4):   # at micro-batch 1 a full-vocabulary step can peak late in backward, blocks freed
+            t = trace_step(_variant(config, num_hidden_layers=layers), seq, b, setting, update="loop")
+            traces.append(t)
+            rows[layers, b] = _rows(t)
+    per = {layers: {k: (rows[layers, 4][k] - rows[layers, 2][k]) // 2 for k in rows[layers, 2]} for layers in (1, 2)}
+    traced = per[2]["activations (blocks)"] - per[1]["activations (blocks)"]
+    acts = {k: v["activations (blocks)"] for k, v in rows.items()}
+    affine = all(acts[2, b] - acts[1, b] == b * traced for b in (2, 4)) and \
+        all(t.report.peak_phase == "backward" for t in traces)
+    vb = 2 if s.precision == "bf16" else 4
+    closed = gpt_activation_bytes(d=dims["d"], n_layers=1, n_heads=dims["heads"], seq=seq, vocab=dims["vocab"],
+                                  value_bytes=vb).blocks
+    row = Row("activations (block)", closed, traced)
+    if getattr(config, "model_type", "") == "llama":
+        parts = _llama_block_parts(config, seq, s.precision)
+        row.reasons = parts
+        row.explained = sum(parts.values()) - closed
+        row.reason = "; ".join(f"{_PART_REASONS[s.precision][k]}: {_mb(v)} = {v / (vb * seq * dims['d']):.2f}d "
+                               f"{s.precision} values" for k, v in parts.items()) + "; less the closed form's 16d"
+    return BlockRow(row, {k: per[1][k] for k in ("logits (forward)", "logits' gradients")}, affine, traces)
+
+
 # -- the planner on traced bytes ---------------------------------------------------------------
 @dataclass(frozen=True)
 class Rung:

@@ -213,6 +213,50 @@ def test_a_trace_with_gradients_held_peaks_higher_by_the_gradients_bytes():
         assert held.peak - lone.peak == params          # 4P: the fp32 gradients, as many bytes as the parameters
 
 
+
+def tiny_llama(**kw):
+    cfg = E.load_config("llama-1b")
+    for k, v in {"hidden_size": 48, "intermediate_size": 160, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "head_dim": 12, "vocab_size": 500, **kw}.items():
+        setattr(cfg, k, v)
+    return cfg
+
+
+def test_a_llama_blocks_fp32_bytes_are_named_by_part_to_the_byte():
+    """Traced at 1 and 2 blocks, micro-batches 2 and 4: one block per sequence is its RMSNorms' 3d + 1 each,
+    attention's rotated q, K and V at n_kv_heads (no repeat_kv copies), output and logsumexp, SwiGLU's 4 d_ff."""
+    T, d, ff, h, kv = 40, 48, 160, 4, 2 * 12
+    br = E.block_row(tiny_llama(), T, "fp32")
+    assert br.affine and br.row.closed == 16 * d * T * 4
+    assert br.row.reasons == {"RMSNorm": 4 * T * 2 * (3 * d + 1), "attention": 4 * T * (2 * d + 2 * kv + h),
+                              "SwiGLU": 4 * T * 4 * ff}
+    assert br.row.traced == sum(br.row.reasons.values()) and br.row.unexplained == 0
+    assert "UNEXPLAINED" not in str(br) and "SwiGLU" in str(br)
+    assert br.logits == {"logits (forward)": 2 * 4 * 500 * T, "logits' gradients": 2 * 4 * 500 * T}
+    wrong = E.Row("activations (block)", br.row.closed, br.row.traced + 4, explained=br.row.explained)
+    assert "UNEXPLAINED 4 B" in str(wrong)      # a byte the parts do not name is printed, never hidden
+
+
+@slow
+def test_a_llama_blocks_bf16_bytes_are_named_by_part_and_a_gpt2_block_is_printed_unexplained():
+    T = 40
+    br = E.block_row(tiny_llama(), T, "bf16")
+    assert br.affine and br.row.unexplained == 0 and br.row.closed == 16 * 48 * T * 2
+    gpt = E.block_row(tiny(attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=False), 64, "fp32")
+    assert gpt.row.reasons == {} and f"UNEXPLAINED {gpt.row.unexplained:,} B" in str(gpt)
+
+
+@slow
+def test_llama_1b_one_block_per_sequence_at_t_1024_fp32_and_bf16():
+    """Lesson 07's Llama: 24.52d fp32 values per token and block (205.66 MB) against the closed form's 16d;
+    in bf16 134.36 MB against 67.11 MB; every byte named; logits rows in V x T units."""
+    T, V = 1024, 128256
+    rows = {s: E.block_row("llama-1b", T, s) for s in ("fp32", "bf16")}
+    assert all(r.affine and r.row.unexplained == 0 for r in rows.values())
+    assert rows["fp32"].row.traced == 205_660_160 and rows["bf16"].row.traced == 134_356_992
+    assert rows["fp32"].logits == {"logits (forward)": 12 * V * T, "logits' gradients": 12 * V * T}
+    assert rows["bf16"].logits == {"logits (forward)": 10 * V * T, "logits' gradients": 12 * V * T}
+
 # -- the planner -------------------------------------------------------------------------------
 @slow
 def test_the_planner_calls_a_rung_a_fit_only_when_its_trace_fits_and_the_next_does_not():
