@@ -398,7 +398,9 @@ class Row:
     reason: str = ""
     explained: int | None = None          # bytes of the residual the reason accounts for (checked)
     korthikanti: int | None = None
-    reasons: dict[str, int] = field(default_factory=dict)   # each named reason's share, in bytes (variant traces)
+    # each named reason's bytes: a ledger row's shares of the residual (variant traces); block_row's parts of a
+    # Llama block, which sum to the traced bytes (the residual is their sum less the closed form)
+    reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def residual(self) -> int:
