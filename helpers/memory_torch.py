@@ -76,17 +76,21 @@ def _batch_tensors(inputs: Any, what: str = "inputs") -> tuple[torch.Tensor, ...
 
 
 class _Record:
-    """One tracked storage: its size, what it holds, and the phase that allocated it."""
+    """One tracked storage: its size, what it holds, the phase that allocated it, and what made it:
+    (operator, dtype, shape) of the tensor whose output allocated it, None for what existed before
+    tracking (the model, the optimizer's state, the inputs)."""
 
-    __slots__ = ("nbytes", "category", "phase")
+    __slots__ = ("nbytes", "category", "phase", "made_by")
 
-    def __init__(self, nbytes: int, category: str, phase: str) -> None:
-        self.nbytes, self.category, self.phase = nbytes, category, phase
+    def __init__(self, nbytes: int, category: str, phase: str,
+                 made_by: tuple[str, torch.dtype, tuple[int, ...]] | None = None) -> None:
+        self.nbytes, self.category, self.phase, self.made_by = nbytes, category, phase, made_by
 
 
 @dataclass
 class MemoryTrace:
-    """Every allocation (+) and free (-) of tracked storage, in order, with marks between steps."""
+    """Every allocation (+) and free (-) of tracked storage, in order, with marks between steps. Each
+    event's record says its nbytes, category, phase and made_by (operator, dtype, shape, or None)."""
 
     events: list[tuple[int, _Record]] = field(default_factory=list)
     marks: list[tuple[int, str]] = field(default_factory=list)
@@ -164,7 +168,8 @@ class MemoryTracker(TorchDispatchMode):
         for st in _storages(t):
             self._record_storage(st, category, phase)
 
-    def _record_storage(self, st: torch.UntypedStorage, category: str | None, phase: str | None) -> None:
+    def _record_storage(self, st: torch.UntypedStorage, category: str | None, phase: str | None,
+                        made_by: tuple[str, torch.dtype, tuple[int, ...]] | None = None) -> None:
         entry = self._seen.get(st)
         if entry is not None:
             if category is not None:
@@ -178,7 +183,7 @@ class MemoryTracker(TorchDispatchMode):
                 category = "recomputed"  # the engine runs backward with grad mode off; a rerun turns it on
             else:
                 category = "temporaries"
-        rec = _Record(st.nbytes(), category, phase)
+        rec = _Record(st.nbytes(), category, phase, made_by)
         self._seen[st] = (rec, weakref.ref(st, lambda _ref, rec=rec: self._free(rec)))
         self._live += rec.nbytes
         self.trace.events.append((+1, rec))
@@ -262,7 +267,7 @@ class MemoryTracker(TorchDispatchMode):
         def record_new(t: torch.Tensor) -> None:
             for st in _storages(t):
                 if st._cdata not in shared:
-                    self._record_storage(st, cast, None)
+                    self._record_storage(st, cast, None, (func.__name__, t.dtype, tuple(t.shape)))
 
         tree_map_only(torch.Tensor, record_new, out)
         return out

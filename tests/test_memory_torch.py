@@ -23,6 +23,21 @@ def test_known_allocations_give_the_exact_peak():
     del b, view, c
 
 
+def test_each_record_says_what_made_it():
+    lin = nn.Linear(8, 4)
+    x = torch.ones(3, 8)
+    tracker = hp.MemoryTracker(lin, inputs=x)
+    with tracker:
+        y = lin(x).relu()
+        half = y.to(torch.bfloat16)
+    made = [(rec.category, rec.made_by) for sign, rec in tracker.trace.events if sign > 0]
+    assert made[:3] == [("parameters", None)] * 2 + [("inputs", None)]  # there before tracking: made by nothing
+    assert made[3:] == [("activations", ("addmm.default", torch.float32, (3, 4))),
+                        ("activations", ("relu.default", torch.float32, (3, 4))),
+                        ("activations", ("_to_copy.default", torch.bfloat16, (3, 4)))]
+    del y, half
+
+
 def test_views_of_untracked_tensors_allocate_nothing():
     outside = torch.ones(1000)  # made before tracking, not passed to the tracker
     tracker = hp.MemoryTracker()
