@@ -147,7 +147,8 @@ def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0,
         inner = list(obj.values())
     elif hasattr(obj, "__func__"):  # a bound method
         inner = [obj.__func__, obj.__self__]
-    elif hasattr(obj, "__code__") and not getattr(obj, "__module__", "").startswith(__name__.rpartition(".")[0]):
+    elif hasattr(obj, "__code__") and not (getattr(obj, "__module__", None) or "").startswith(  # None: made by exec
+            __name__.rpartition(".")[0]):
         space = getattr(obj, "__globals__", {})
         inner = [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
                  *_cells(obj),
