@@ -7,6 +7,7 @@ import functools
 import hashlib
 import inspect
 import sys
+import types
 from collections.abc import Callable, Iterable
 
 
@@ -125,9 +126,10 @@ def _built_on(obj: object, classes: dict[type, str]) -> str | None:
 def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0,
            classes: dict[type, str] | None = None) -> str | None:
     """The name of a blocked helper that `obj` is or keeps out of the modules' namespaces: a partial's
-    function, a container's item, a subclass or an instance of a blocked class, or, for a function of
-    one's own, its defaults, closure cells and the globals it reads (recursively); else None. Modules
-    are left out: run() patches their namespaces."""
+    function, a wrapper's __wrapped__ (functools.lru_cache, functools.wraps), a container's item, a
+    subclass or an instance of a blocked class, or, for a function of one's own, its defaults, closure
+    cells and the globals it reads (recursively); else None. Modules are left out: run() patches their
+    namespaces."""
     if id(obj) in blocked:
         return blocked[id(obj)]
     built_on = _built_on(obj, classes or {})
@@ -145,11 +147,18 @@ def _holds(obj: object, blocked: dict[int, str], seen: set[int], depth: int = 0,
         inner = list(obj.values())
     elif hasattr(obj, "__func__"):  # a bound method
         inner = [obj.__func__, obj.__self__]
-    elif hasattr(obj, "__code__") and not getattr(obj, "__module__", "").startswith(__name__.rpartition(".")[0]):
+    elif hasattr(obj, "__code__") and not (getattr(obj, "__module__", None) or "").startswith(  # None: made by exec
+            __name__.rpartition(".")[0]):
         space = getattr(obj, "__globals__", {})
         inner = [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(),
                  *_cells(obj),
                  *(space[n] for n in _code_names(obj.__code__) if n in space)]
+    try:  # a cache keeps the helper's results: a call it answers from them never reaches the helper
+        wrapped = vars(obj).get("__wrapped__") if hasattr(obj, "__dict__") else None
+    except TypeError:
+        wrapped = None
+    if wrapped is not None:
+        inner.append(wrapped)
     for item in inner:
         found = _holds(item, blocked, seen, depth + 1, classes)
         if found:
@@ -168,10 +177,21 @@ def _cells(fn: object) -> list[object]:
     return out
 
 
+# While a check runs a student's function, each blocked helper that is a plain function runs this code in
+# place of its own (its __code__ is swapped), so a call reaches the refusal however the student kept the
+# function: a class attribute, a ufunc (np.frompyfunc), a cache on a miss, anything that calls it. It has no
+# free variables, so it fits any function without a closure, and it finds its refusal by the helper's name.
+_REFUSALS: dict[str, Callable] = {}
+_REFUSED_CODE = compile(f"def refused(*args, **kwargs):\n"
+                        f"    return __import__('sys').modules[{__name__!r}]._REFUSALS[__import__('sys')._getframe()"
+                        f".f_code.co_name](*args, **kwargs)\n", __file__, "exec").co_consts[0]
+
+
 def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable:
     """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
     WrongAnswer(part, hint): a check runs a student's function with the helper that answers the part
-    out of reach, however the student reached it (hp.name, helpers.module.name, or a name of their own).
+    out of reach, however the student reached it (hp.name, helpers.module.name, a name of their own, or a
+    reference kept anywhere: while fn runs, a blocked function's own code refuses).
     A blocked class is out of reach with its subclasses and instances: a class of one's own built on it
     (at the top level or inside fn) fails the same way as the class itself."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
@@ -204,8 +224,8 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         held = _holds(fn, blocked, set(), classes=classes)  # a helper kept where no namespace patch reaches it
         if held:
             raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure, a container, "
-                              f"a class built on it or an instance), the course's helper that answers this part. "
-                              f"Hint: {hint}")
+                              f"a cache, a class built on it or an instance), the course's helper that answers this "
+                              f"part. Hint: {hint}")
         # every namespace the function could reach a helper through: its own globals and the helpers' modules
         spaces = [getattr(fn, "__globals__", {})] + [vars(m) for n, m in list(sys.modules.items())
                                                      if m is not None and (n == helpers.__name__
@@ -224,9 +244,24 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         inits = [(cls, vars(cls)["__init__"]) for cls in classes if "__init__" in vars(cls)]
         for cls, init in inits:
             cls.__init__ = refuse_init(classes[cls])
+        # a blocked function's own code: what a reference kept past every namespace (a class attribute, a ufunc) calls
+        # (a plain function, not a closure's: its code needs its cells; one the namespaces held, so a check run
+        # inside another check's finds them patched already and swaps nothing)
+        functions = {id(value): value for _, _, value in saved if id(value) in blocked
+                     and isinstance(value, types.FunctionType) and not value.__code__.co_freevars}
+        codes = [(helper, helper.__code__, _REFUSALS.get(helper.__code__.co_name)) for helper in functions.values()]
+        for helper, code, _ in codes:
+            _REFUSALS[code.co_name] = refusals[blocked[id(helper)]]
+            helper.__code__ = _REFUSED_CODE.replace(co_name=code.co_name)
         try:
             return fn(*args, **kwargs)
         finally:
+            for helper, code, before in reversed(codes):
+                helper.__code__ = code
+                if before is None:
+                    _REFUSALS.pop(code.co_name, None)
+                else:
+                    _REFUSALS[code.co_name] = before
             for cls, init in inits:
                 cls.__init__ = init
             for space, key, value in saved:

@@ -292,6 +292,47 @@ def test_without_helpers_refuses_a_helper_kept_out_of_the_namespaces(fn):
     assert _in_a_default(10) == 16 * 10 - 4 * 10 and _KEPT[0] is hp.zero_bytes  # nothing was changed
 
 
+# what neither reaches (trial t12ex18): a helper kept as a class attribute, behind a cache or in a ufunc; while
+# the check runs, the blocked function's own code refuses, and _holds follows a cache's __wrapped__
+class _Keeps:
+    zero = staticmethod(hp.zero_bytes)
+
+
+_CACHED = functools.lru_cache(None)(hp.zero_bytes)
+
+
+def _in_a_class_attribute(p):
+    return _Keeps().zero(p, 2, 1).total
+
+
+def _through_a_cache(p):
+    return _CACHED(p, 2, 1).total
+
+
+def _in_a_ufunc(p):
+    np = pytest.importorskip("numpy")
+    return np.frompyfunc(hp.zero_bytes, 3, 1)(p, 2, 1).total
+
+
+@pytest.mark.parametrize("fn, how", [(_in_a_class_attribute, "calls"), (_through_a_cache, "keeps"),
+                                     (_in_a_ufunc, "calls")], ids=["class attribute", "lru_cache", "frompyfunc"])
+def test_without_helpers_refuses_a_helper_however_it_is_called(fn, how):
+    assert _through_a_cache(10) == 16 * 10 - 4 * 10  # a result the cache holds, before the check
+    with pytest.raises(hp.WrongAnswer, match=rf"^part 1: your code {how} hp\.zero_bytes.*Hint: write the sum"):
+        hp.without_helpers(fn, "zero_bytes", "sharded_bytes", part="part 1", hint="write the sum")(10)
+    # the helper's own code is back, and works through every such reference
+    assert fn(10) == hp.zero_bytes(10, 2, 1).total == hp.sharded_bytes([10], 2, 1).total == 16 * 10 - 4 * 10
+    assert hp.zero_bytes.__code__.co_name == "zero_bytes" and not hp.checks._REFUSALS
+
+
+def test_without_helpers_nested_restores_each_helper():
+    inner = hp.without_helpers(_writes_it, "zero_bytes", part="inner", hint="h")
+    outer = hp.without_helpers(lambda p: inner(p) + _in_a_class_attribute(p), "zero_bytes", part="outer", hint="h")
+    with pytest.raises(hp.WrongAnswer, match=r"^outer: your code calls hp\.zero_bytes"):
+        outer(10)
+    assert _in_a_class_attribute(10) == 16 * 10 - 4 * 10 and not hp.checks._REFUSALS
+
+
 # a blocked class: a class of one's own built on it is refused too (trial t5ex08: a subclass of hp.MemoryTracker
 # defined at the top level measured inside part 2's function and passed)
 class _OwnTracker(hp.MemoryTracker):
