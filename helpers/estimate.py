@@ -398,9 +398,7 @@ class Row:
     reason: str = ""
     explained: int | None = None          # bytes of the residual the reason accounts for (checked)
     korthikanti: int | None = None
-    # each named reason's bytes: a ledger row's shares of the residual (variant traces); block_row's parts of a
-    # Llama block, which sum to the traced bytes (the residual is their sum less the closed form)
-    reasons: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)   # each named reason's share of the residual (variant traces)
 
     @property
     def residual(self) -> int:
@@ -581,6 +579,7 @@ class BlockRow:
     logits: dict[str, int]       # per sequence, from the 1-block fit: "logits (forward)", "logits' gradients"
     affine: bool                 # each trace's activations are 1 or 2 blocks' per sequence x micro-batch + a constant
     traces: list[Traced]
+    parts: dict[str, int] = field(default_factory=dict)   # a Llama block's bytes by part, summing to row.traced
 
     def __str__(self) -> str:
         head = f"  {'row':<21}{'closed form':>13}{'traced':>13}{'residual':>13}  reason"
@@ -648,14 +647,13 @@ def block_row(config: Any, seq: int, setting: str = "fp32") -> BlockRow:
     vb = 2 if s.precision == "bf16" else 4
     closed = gpt_activation_bytes(d=dims["d"], n_layers=1, n_heads=dims["heads"], seq=seq, vocab=dims["vocab"],
                                   value_bytes=vb).blocks
-    row = Row("activations (block)", closed, traced)
+    row, parts = Row("activations (block)", closed, traced), {}
     if getattr(config, "model_type", "") == "llama":
         parts = _llama_block_parts(config, seq, s.precision)
-        row.reasons = parts
         row.explained = sum(parts.values()) - closed
         row.reason = "; ".join(f"{_PART_REASONS[s.precision][k]}: {_mb(v)} = {v / (vb * seq * dims['d']):.2f}d "
                                f"{s.precision} values" for k, v in parts.items()) + "; less the closed form's 16d"
-    return BlockRow(row, {k: per[1][k] for k in ("logits (forward)", "logits' gradients")}, affine, traces)
+    return BlockRow(row, {k: per[1][k] for k in ("logits (forward)", "logits' gradients")}, affine, traces, parts)
 
 
 # -- the planner on traced bytes ---------------------------------------------------------------

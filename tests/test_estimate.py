@@ -228,9 +228,9 @@ def test_a_llama_blocks_fp32_bytes_are_named_by_part_to_the_byte():
     T, d, ff, h, kv = 40, 48, 160, 4, 2 * 12
     br = E.block_row(tiny_llama(), T, "fp32")
     assert br.affine and br.row.closed == 16 * d * T * 4
-    assert br.row.reasons == {"RMSNorm": 4 * T * 2 * (3 * d + 1), "attention": 4 * T * (2 * d + 2 * kv + h),
-                              "SwiGLU": 4 * T * 4 * ff}
-    assert br.row.traced == sum(br.row.reasons.values()) and br.row.unexplained == 0
+    assert br.parts == {"RMSNorm": 4 * T * 2 * (3 * d + 1), "attention": 4 * T * (2 * d + 2 * kv + h),
+                        "SwiGLU": 4 * T * 4 * ff}
+    assert br.row.traced == sum(br.parts.values()) and br.row.unexplained == 0
     assert "UNEXPLAINED" not in str(br) and "SwiGLU" in str(br)
     assert br.logits == {"logits (forward)": 2 * 4 * 500 * T, "logits' gradients": 2 * 4 * 500 * T}
     wrong = E.Row("activations (block)", br.row.closed, br.row.traced + 4, explained=br.row.explained)
@@ -243,7 +243,7 @@ def test_a_llama_blocks_bf16_bytes_are_named_by_part_and_a_gpt2_block_is_printed
     br = E.block_row(tiny_llama(), T, "bf16")
     assert br.affine and br.row.unexplained == 0 and br.row.closed == 16 * 48 * T * 2
     gpt = E.block_row(tiny(attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=False), 64, "fp32")
-    assert gpt.row.reasons == {} and f"UNEXPLAINED {gpt.row.unexplained:,} B" in str(gpt)
+    assert gpt.parts == {} and f"UNEXPLAINED {gpt.row.unexplained:,} B" in str(gpt)
 
 
 @slow
