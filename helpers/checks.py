@@ -271,19 +271,20 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
     return run
 
 
-# label -> (the number of calls since watch_helpers, the namespace or class patched, the attribute, what it
-# held there before, or None when it held nothing of its own: a lazily loaded helper, an inherited method)
-_WATCHED: dict[str, tuple[list[int], object, str, object]] = {}
+# label -> (the number of calls since watch_helpers, and for each namespace or class patched: it, the attribute,
+# what it held there before, or None when it held nothing of its own: a lazily loaded helper, an inherited method)
+_WATCHED: dict[str, tuple[list[int], list[tuple[object, str, object]]]] = {}
 # hp.<name> -> (its arguments by parameter name, its result) for each call since watch_helpers(record=...)
 _RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
 
 
 def _unwatch() -> None:
-    for count, owner, attr, held in _WATCHED.values():
-        if held is None:
-            delattr(owner, attr)  # a lazily loaded name goes back to loading on use; a method to its base's
-        else:
-            setattr(owner, attr, held)
+    for count, patches in _WATCHED.values():
+        for owner, attr, held in patches:
+            if held is None:
+                delattr(owner, attr)  # a lazily loaded name goes back to loading on use; a method to its base's
+            else:
+                setattr(owner, attr, held)
     _WATCHED.clear()
     _RECORDED.clear()
 
@@ -292,7 +293,9 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
                   keep: bool = False) -> None:
     """Count the calls of the course helpers `names` (hp.<name>), and of the `methods` given as (class,
     attribute) pairs (e.g. (jax.stages.Compiled, "memory_analysis"), what such a helper calls), from now
-    on, until a check asks with assert_helpers_unused. For a part whose answer is a value (not a function
+    on, until a check asks with assert_helpers_unused. A helper is watched in the package (hp.<name>) and in
+    the module that defines it (helpers.memory_jax.<name>, say); a `methods` pair may name a module too, e.g.
+    (jax.ad_checkpoint, "print_saved_residuals"). For a part whose answer is a value (not a function
     that without_helpers can run): the given first line of its solution cell, so that every run of that
     cell starts the count again. The helpers named in `record` (watched as well) also keep each call's
     arguments and result, for a check that asks, with watched_calls, whether an answer came from them.
@@ -306,7 +309,8 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
-    targets += [(f"{cls.__qualname__}.{attr}", cls, attr, getattr(cls, attr)) for cls, attr in methods]
+    targets += [(f"{getattr(cls, '__qualname__', None) or cls.__name__}.{attr}", cls, attr, getattr(cls, attr))
+                for cls, attr in methods]  # a class's method, or a module's function
     if keep and sorted(_WATCHED) == sorted(label for label, *_ in targets):
         return
     _unwatch()
@@ -328,8 +332,14 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
                 except TypeError:  # not the helper's signature: nothing to record
                     pass
             return result
-        _WATCHED[label] = (count, owner, attr, vars(owner).get(attr))
-        setattr(owner, attr, counted)
+        owners = [owner]
+        home = sys.modules.get(getattr(fn, "__module__", None) or "")  # the helper's own module: helpers.<module>.<name>
+        if (owner is helpers and home is not None and home.__name__.startswith(helpers.__name__ + ".")
+                and vars(home).get(attr) is fn):
+            owners.append(home)
+        _WATCHED[label] = (count, [(o, attr, vars(o).get(attr)) for o in owners])
+        for o in owners:
+            setattr(o, attr, counted)
 
 
 def watched_calls(name: str) -> list[tuple[dict[str, object], object]]:

@@ -457,6 +457,27 @@ def test_watch_helpers_restores_a_lazily_loaded_helper():
     assert "saved_for_backward" not in vars(hp) and callable(hp.saved_for_backward)
 
 
+def test_watch_helpers_counts_a_call_through_the_helpers_own_module_and_a_modules_function():
+    import types
+
+    import helpers.sharding
+    outside = types.ModuleType("outside")  # a module outside helpers, as jax.ad_checkpoint
+    outside.answer = lambda: 42
+    own = outside.answer
+    hp.watch_helpers("zero_bytes", methods=[(outside, "answer")])
+    helpers.sharding.zero_bytes(10, 2, 1)  # the submodule's name, not hp.zero_bytes
+    with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+    hp.watch_helpers("zero_bytes", methods=[(outside, "answer")])
+    assert outside.answer() == 42
+    with pytest.raises(hp.WrongAnswer, match=r"^p: outside\.answer works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+    hp.watch_helpers("zero_bytes", methods=[(outside, "answer")])
+    hp.assert_helpers_unused(part="p", hint="h")  # nothing called: it passes and stops watching
+    assert helpers.sharding.zero_bytes is _zero_bytes_itself and hp.zero_bytes is _zero_bytes_itself
+    assert outside.answer is own
+
+
 def test_watch_helpers_names_a_helper_that_does_not_exist():
     with pytest.raises(AttributeError, match="no_such_helper"):
         hp.watch_helpers("no_such_helper")
