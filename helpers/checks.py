@@ -271,11 +271,14 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
     return run
 
 
-# label -> (the number of calls since watch_helpers, and for each namespace or class patched: it, the attribute,
+# label -> (the number of its calls counted so far, and for each namespace or class patched: it, the attribute,
 # what it held there before, or None when it held nothing of its own: a lazily loaded helper, an inherited method)
 _WATCHED: dict[str, tuple[list[int], list[tuple[object, str, object]]]] = {}
 # hp.<name> -> (its arguments by parameter name, its result) for each call since watch_helpers(record=...)
 _RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
+# the labels of helpers called during a watch that watch_helpers then ended for other helpers, no check having
+# passed: a later watch of one of them starts with that call counted
+_PENDING: set[str] = set()
 
 
 def _unwatch() -> None:
@@ -289,34 +292,48 @@ def _unwatch() -> None:
     _RECORDED.clear()
 
 
+def _forget_calls() -> None:
+    """What a kernel restart does to the counts, the watch left running: for the wrong answers' test harness
+    (tests/wrong_answers/plugin.py), which runs the solution again in the same kernel after a wrong answer
+    that called a watched helper. Never called by a notebook."""
+    for count, *_ in _WATCHED.values():
+        count[0] = 0
+    _PENDING.clear()
+
+
 def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record: Iterable[str] = (),
-                  keep: bool = False) -> None:
+                  keep: bool = True) -> None:
     """Count the calls of the course helpers `names` (hp.<name>), and of the `methods` given as (class,
     attribute) pairs (e.g. (jax.stages.Compiled, "memory_analysis"), what such a helper calls), from now
-    on, until a check asks with assert_helpers_unused. A helper is watched in the package (hp.<name>) and in
-    the module that defines it (helpers.memory_jax.<name>, say); a `methods` pair may name a module too, e.g.
-    (jax.ad_checkpoint, "print_saved_residuals"). For a part whose answer is a value (not a function
-    that without_helpers can run): the given first line of its solution cell, so that every run of that
-    cell starts the count again. The helpers named in `record` (watched as well) also keep each call's
-    arguments and result, for a check that asks, with watched_calls, whether an answer came from them.
+    on, until a check asks with assert_helpers_unused and passes. A helper is watched in the package
+    (hp.<name>) and in the module that defines it (helpers.memory_jax.<name>, say); a `methods` pair may name
+    a module too, e.g. (jax.ad_checkpoint, "print_saved_residuals"). For a part whose answer is a value (not
+    a function that without_helpers can run): the given first line of its solution cell, and of the part's
+    first given code cell where a given function measures the answer. The helpers named in `record`
+    (watched as well) also keep each call's arguments and result, for a check that asks, with
+    watched_calls, whether an answer came from them; each call of watch_helpers starts that record again.
 
-    keep=True goes on with a watch of the same helpers that is already running: the solution cell's first
-    line where a given cell at the top of the part (or a check that failed) started the watch, so that a call
-    from a scratch cell run before the solution cell still fails the check. A check that reports calls sets
-    the count back to 0 and goes on watching, so that a call made after it, before the solution cell runs
-    again, fails the check too."""
+    A counted call sticks until the check passes or the kernel restarts: a check that reports it does not
+    forget it, and a call of watch_helpers with the same helpers as the watch that is running goes on
+    counting (whatever `keep` says; it is kept for the cells that pass it), so neither running the check
+    again nor running a cell that starts the watch again lets a call made in a scratch cell through. A
+    call with other helpers ends the running watch and starts one of those, in which a helper that was
+    called in an earlier watch, no check having passed since, starts with that call counted."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
     targets += [(f"{getattr(cls, '__qualname__', None) or cls.__name__}.{attr}", cls, attr, getattr(cls, attr))
                 for cls, attr in methods]  # a class's method, or a module's function
-    if keep and sorted(_WATCHED) == sorted(label for label, *_ in targets):
+    if sorted(_WATCHED) == sorted(label for label, *_ in targets):
+        for calls in _RECORDED.values():
+            calls.clear()  # a new record; the counts go on
         return
+    _PENDING.update(label for label, (count, *_) in _WATCHED.items() if count[0])
     _unwatch()
     targets = [(label, owner, attr, getattr(owner, attr)) for label, owner, attr, _ in targets]  # unwatched now
     for label, owner, attr, fn in targets:
-        count = [0]
+        count = [int(label in _PENDING)]
         calls = _RECORDED.setdefault(label, []) if owner is helpers and attr in record else None
 
         @functools.wraps(fn)
@@ -350,14 +367,14 @@ def watched_calls(name: str) -> list[tuple[dict[str, object], object]]:
 
 
 def assert_helpers_unused(*, part: str, hint: str) -> None:
-    """Raise WrongAnswer(part, hint) if what watch_helpers watches was called since; else stop watching (a
-    check run again, or a given cell after it, may call it). The message does not say the student's code
+    """Raise WrongAnswer(part, hint) if what watch_helpers watches was called since the watch began; else
+    stop watching (a check run again, or a given cell after it, may call it). A reported call is not
+    forgotten: the check fails again until the kernel restarts. The message does not say the student's code
     made the call: a given cell run ahead of the check may have."""
     called = [label for label, (count, *_) in _WATCHED.items() if count[0]]
     if called:
-        for count, *_ in _WATCHED.values():
-            count[0] = 0  # reported: the watch goes on from 0, so a call made before the next check counts again
         raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called before this "
-                          f"check passed (by your code, a scratch cell, or a given cell run ahead of this check): "
-                          f"predict without it, then run your answer cell and this check again. Hint: {hint}")
+                          f"check passed (by your code, a scratch cell, or a given cell run ahead of this check). "
+                          f"The call counts until this check passes, whatever cell runs again: restart the kernel "
+                          f"and run the notebook from the top, answering without {called[0]}. Hint: {hint}")
     _unwatch()

@@ -383,11 +383,31 @@ def test_without_helpers_refuses_a_subclass_reached_past_the_namespaces():
 
 
 # watch_helpers: a part whose answer is a value; its solution cell counts the helper's calls, its check asks
-def test_watch_helpers_fails_a_check_after_a_call_and_passes_once_the_cell_runs_without_it():
+@pytest.fixture
+def fresh_kernel():
+    """What a kernel restart does to the watch: no watch, no counted call (after the test as well)."""
+    from helpers import checks
+    checks._unwatch()
+    checks._PENDING.clear()
+    yield checks
+    checks._unwatch()
+    checks._PENDING.clear()
+
+
+def test_watch_helpers_fails_a_check_after_a_call_until_the_kernel_restarts(fresh_kernel):
     hp.watch_helpers("zero_bytes")
     hp.zero_bytes(10, 2, 1)  # the student's cell reads the answer off the helper
-    with pytest.raises(hp.WrongAnswer, match=r"^part 2: hp\.zero_bytes works out what this part asks, and it was called before this check passed \(by your code, a scratch cell, or a given cell.*Hint: count it"):
+    message = (r"^part 2: hp\.zero_bytes works out what this part asks, and it was called before this check passed "
+               r"\(by your code, a scratch cell, or a given cell.*restart the kernel and run the notebook from the "
+               r"top, answering without hp\.zero_bytes\. Hint: count it")
+    with pytest.raises(hp.WrongAnswer, match=message):
         hp.assert_helpers_unused(part="part 2", hint="count it")
+    with pytest.raises(hp.WrongAnswer, match=message):  # the check run again: the call is not forgotten
+        hp.assert_helpers_unused(part="part 2", hint="count it")
+    hp.watch_helpers("zero_bytes")  # the cell run again, without the call: the count goes on
+    with pytest.raises(hp.WrongAnswer, match=message):
+        hp.assert_helpers_unused(part="part 2", hint="count it")
+    fresh_kernel._forget_calls()  # a kernel restart (the wrong answers' harness does this)
     hp.watch_helpers("zero_bytes")  # the cell run again, without the call
     hp.assert_helpers_unused(part="part 2", hint="count it")
     hp.zero_bytes(10, 2, 1)  # after the check the helper is free again, and the check passes when run twice
@@ -395,21 +415,37 @@ def test_watch_helpers_fails_a_check_after_a_call_and_passes_once_the_cell_runs_
     assert "zero_bytes" in vars(hp) and hp.zero_bytes is _zero_bytes_itself
 
 
-def test_watch_helpers_keep_counts_a_call_made_before_the_solution_cell_until_a_check_reports_it():
+@pytest.mark.parametrize("keep", [True, False])
+def test_watch_helpers_with_the_same_helpers_goes_on_counting_whatever_keep_says(fresh_kernel, keep):
     hp.watch_helpers("zero_bytes")  # a given cell at the top of the part
     hp.zero_bytes(10, 2, 1)  # a scratch cell run before the solution cell
-    hp.watch_helpers("zero_bytes", keep=True)  # the solution cell's first line: the call still counts
+    hp.watch_helpers("zero_bytes", keep=keep)  # the solution cell's first line, or the given cell run again
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
         hp.assert_helpers_unused(part="part 1", hint="h")
-    hp.zero_bytes(10, 2, 1)  # a scratch cell run after the check said so, before the solution cell
-    hp.watch_helpers("zero_bytes", keep=True)  # run again: the count since the report goes on
+    hp.watch_helpers("zero_bytes", keep=keep)  # run again after the report: still counted
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
         hp.assert_helpers_unused(part="part 1", hint="h")
-    hp.watch_helpers("zero_bytes", keep=True)  # run again without a call since the report: it passes
-    hp.assert_helpers_unused(part="part 1", hint="h")
-    hp.watch_helpers("zero_bytes", keep=True)  # no watch running: it starts one
+    assert hp.zero_bytes is not _zero_bytes_itself  # still watched
+    fresh_kernel._forget_calls()
+    hp.watch_helpers("zero_bytes", keep=keep)
+    hp.assert_helpers_unused(part="part 1", hint="h")  # nothing called since the restart: it passes, stops watching
+    assert hp.zero_bytes is _zero_bytes_itself
+
+
+def test_watch_helpers_with_other_helpers_keeps_an_earlier_call_for_a_later_watch_of_its_helper(fresh_kernel):
+    hp.watch_helpers("zero_bytes")
     hp.zero_bytes(10, 2, 1)
-    hp.watch_helpers("zero_bytes", "sharded_bytes", keep=True)  # other helpers: a new count
+    hp.watch_helpers("sharded_bytes")  # another part's watch: zero_bytes is not watched in it
+    hp.zero_bytes(10, 2, 1)
+    hp.assert_helpers_unused(part="part 2", hint="h")  # sharded_bytes was not called: it passes
+    hp.watch_helpers("zero_bytes", keep=True)  # part 1's solution cell run again: the earlier call counts
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 1", hint="h")
+    hp.watch_helpers("zero_bytes", "sharded_bytes")  # a watch of more helpers: still counted
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 1", hint="h")
+    fresh_kernel._forget_calls()
+    hp.watch_helpers("zero_bytes")
     hp.assert_helpers_unused(part="part 1", hint="h")
     assert hp.zero_bytes is _zero_bytes_itself
 
@@ -423,18 +459,19 @@ class _Child(_Compiled):
     pass
 
 
-def test_watch_helpers_counts_a_method_of_a_class_and_restores_it():
+def test_watch_helpers_counts_a_method_of_a_class_and_restores_it(fresh_kernel):
     own, inherited = _Compiled.__dict__["plan"], "plan" not in _Child.__dict__
     hp.watch_helpers("zero_bytes", methods=[(_Compiled, "plan"), (_Child, "plan")])
     assert _Child().plan(2) == 16  # the answer read off the method, as off compile().memory_analysis()
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: \S*_Child\.plan works out what this part asks.*Hint: h"):
         hp.assert_helpers_unused(part="part 1", hint="h")
+    fresh_kernel._forget_calls()  # a kernel restart
     hp.watch_helpers("zero_bytes", methods=[(_Compiled, "plan"), (_Child, "plan")])  # the cell run again, without it
     hp.assert_helpers_unused(part="part 1", hint="h")
     assert _Compiled.__dict__["plan"] is own and inherited and "plan" not in _Child.__dict__ and _Child().plan(1) == 8
 
 
-def test_watch_helpers_records_the_calls_it_is_asked_to_and_forgets_them_when_it_stops():
+def test_watch_helpers_records_the_calls_it_is_asked_to_and_forgets_them_when_it_stops(fresh_kernel):
     hp.watch_helpers("zero_bytes", record=["first_below"])
     assert hp.watched_calls("first_below") == [] and hp.watched_calls("zero_bytes") == []  # zero_bytes: counted only
     found = hp.first_below(lambda b: 10 - b, 0, hi=20)
@@ -443,21 +480,24 @@ def test_watch_helpers_records_the_calls_it_is_asked_to_and_forgets_them_when_it
     assert (first["lo"], first["hi"], result, found) == (0, 20, 11, 11) and (second["lo"], second["hi"]) == (0, 9)
     with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.first_below works out"):  # a recorded helper is watched too
         hp.assert_helpers_unused(part="p", hint="h")
-    hp.watch_helpers("zero_bytes", record=["first_below"])  # the cell run again: a new record
+    hp.watch_helpers("zero_bytes", record=["first_below"])  # the cell run again: a new record, the count goes on
     assert hp.watched_calls("first_below") == []
+    with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.first_below works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+    fresh_kernel._forget_calls()  # a kernel restart
     hp.assert_helpers_unused(part="p", hint="h")  # stops watching: nothing is recorded any more
     hp.first_below(lambda b: 10 - b, 0, 20)
     assert hp.watched_calls("first_below") == [] and hp.first_below.__module__ == "helpers.search"
 
 
-def test_watch_helpers_restores_a_lazily_loaded_helper():
+def test_watch_helpers_restores_a_lazily_loaded_helper(fresh_kernel):
     hp.watch_helpers("saved_for_backward")
     assert "saved_for_backward" in vars(hp)
     hp.assert_helpers_unused(part="p", hint="h")
     assert "saved_for_backward" not in vars(hp) and callable(hp.saved_for_backward)
 
 
-def test_watch_helpers_counts_a_call_through_the_helpers_own_module_and_a_modules_function():
+def test_watch_helpers_counts_a_call_through_the_helpers_own_module_and_a_modules_function(fresh_kernel):
     import types
 
     import helpers.sharding
@@ -468,10 +508,12 @@ def test_watch_helpers_counts_a_call_through_the_helpers_own_module_and_a_module
     helpers.sharding.zero_bytes(10, 2, 1)  # the submodule's name, not hp.zero_bytes
     with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.zero_bytes works out"):
         hp.assert_helpers_unused(part="p", hint="h")
+    fresh_kernel._forget_calls()  # a kernel restart
     hp.watch_helpers("zero_bytes", methods=[(outside, "answer")])
     assert outside.answer() == 42
     with pytest.raises(hp.WrongAnswer, match=r"^p: outside\.answer works out"):
         hp.assert_helpers_unused(part="p", hint="h")
+    fresh_kernel._forget_calls()
     hp.watch_helpers("zero_bytes", methods=[(outside, "answer")])
     hp.assert_helpers_unused(part="p", hint="h")  # nothing called: it passes and stops watching
     assert helpers.sharding.zero_bytes is _zero_bytes_itself and hp.zero_bytes is _zero_bytes_itself

@@ -15,7 +15,9 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
   each entry names the solution cell by its grade_id and gives the code that replaces one of its
   solution regions. That cell and the following ones run up to the part's last check, which must fail
   with a message that names the part, gives a hint and shows none of the part's [secrets]; then the
-  solution's cells run again, so that nbval goes on from the solution's state. An entry with
+  solution's cells run again, so that nbval goes on from the solution's state (a call of a helper that
+  hp.watch_helpers watches counts until a kernel restarts: the counts are set back to 0 first, as a
+  restart would). An entry with
   `visible = true` must fail the released exercise's checks: its cells run with their hidden tests left
   out, as `make exercises` leaves them out (a student's check cell runs only the visible part). `try_part` holds that
   logic; it takes the function that runs code, so tests/test_wrong_answers.py tries it without a kernel.
@@ -49,6 +51,12 @@ _SNAPSHOT = "__rerun_ids = {k: id(v) for k, v in globals().items() if not k.star
 # run in an exercise's kernel before its first cell, so that JAX reads it when the notebook imports it
 _JAX_CACHE = ("import os as __os\n__os.environ.update(JAX_COMPILATION_CACHE_DIR={!r}, "
               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS='0', JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES='0')")
+# run after each wrong answer, before the solution's cells run again: what a student's kernel restart does to
+# hp.watch_helpers' counts (a call of a watched helper counts until the check passes or the kernel restarts, and
+# a wrong answer may have made one); the watch goes on. Nothing where the notebook never imported helpers.
+_RESTART_WATCH = ("import sys as __wa_sys\n"
+                  "if 'helpers.checks' in __wa_sys.modules:\n"
+                  "    __wa_sys.modules['helpers.checks']._forget_calls()")
 _CHANGED = ("import json as __rerun_json\n"
             "print(__rerun_json.dumps({k: type(v).__name__ for k, v in globals().items() "
             "if not k.startswith('_') and __rerun_ids.get(k) != id(v)}))")
@@ -179,6 +187,7 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
             problems.append(f"{part}, wrong answer '{entry['what']}': passed every "
                             + ("visible " if entry.get("visible") else "") + f"check of {part}")
             dirty = check + 1
+        run(_RESTART_WATCH)
         restored = from_to(first, min(dirty, wrong[n + 1][0]) if n + 1 < len(wrong) else dirty)
         if restored:
             problems.append(f"the solution's {restored[1]}, run again after the wrong answers, failed with "
