@@ -88,15 +88,20 @@ def answer_digest(name: str, value: object) -> str:
     return hashlib.sha256(f"memory-course|{name}|{_canonical(value)}".encode()).hexdigest()[:16]
 
 
-def check_answer(name: str, value: object, digest: str, hint: str = "") -> None:
+def check_answer(name: str, value: object, digest: str, hint: str = "", show_value: bool = True) -> None:
     """Raise WrongAnswer(name, hint) unless answer_digest(name, value) is digest, else print one line.
 
     The expected answer appears only as its hash salted with `name`, so a student can check an answer
-    without reading it. Round a float to the precision the question asks for before passing it."""
+    without reading it. Round a float to the precision the question asks for before passing it.
+    show_value=False for an answer from a few small values (a count from 1 to 6), which a student could
+    find by trying them in turn: the message then repeats neither the value tried nor "not ... yet", and
+    the hint should say what to count."""
     if not name or not digest:
         raise ValueError("check_answer needs the answer's name and its digest: "
                          "digest = hp.answer_digest(name, expected_value)")
     if answer_digest(name, value) != digest:
+        if not show_value:
+            raise WrongAnswer(f"{name} is not what the question asks for" + (f". Hint: {hint}" if hint else ""))
         shown = _canonical(value)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         raise WrongAnswer(f"{name}: {shown} is not the expected answer yet" + (f". Hint: {hint}" if hint else ""))

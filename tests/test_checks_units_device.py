@@ -117,6 +117,14 @@ def test_check_answer_names_the_part_and_gives_the_hint_but_not_the_answer():
     assert isinstance(err.value, AssertionError) and "16777216" not in str(err.value)
 
 
+def test_check_answer_without_the_value_names_the_answer_and_gives_the_hint_only():
+    digest = hp.answer_digest("part 1: c", 4)
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: c is not what the question asks for\. Hint: count them$") as err:
+        hp.check_answer("part 1: c", 3, digest, hint="count them", show_value=False)
+    assert "3" not in str(err.value) and "yet" not in str(err.value)
+    hp.check_answer("part 1: c", 4, digest, show_value=False)
+
+
 def test_answer_digests_are_salted_with_the_name_and_ignore_container_details():
     assert hp.answer_digest("part 1", 3) != hp.answer_digest("part 2", 3)
     assert hp.answer_digest("p", (1, 2)) == hp.answer_digest("p", [1, 2])
