@@ -27,6 +27,7 @@ closed forms, and the memory ladder planned on traced bytes.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
 import sys
@@ -155,6 +156,21 @@ def _model_facts(config) -> ModelFacts:
 
 
 # -- one traced step ---------------------------------------------------------------------------
+_modules_frozen = 0
+
+
+def _freeze_new_modules() -> None:
+    """Freeze what is alive out of the cycle collector's passes when modules were imported since the last
+    time (transformers and its model code load on the first trace, after `import helpers` froze torch's).
+    Each trace runs a full collection (hp.measure_memory); unfrozen, transformers' objects made each one
+    take 0.3-0.7 s here, a fifth to a third of a GPT-2 trace. Garbage is collected first, so none is kept."""
+    global _modules_frozen
+    if len(sys.modules) != _modules_frozen:
+        gc.collect()
+        gc.freeze()
+        _modules_frozen = len(sys.modules)
+
+
 def _vocab_tracker(vocab: int, hidden: int, found: set[int]) -> type[MemoryTracker]:
     """hp.MemoryTracker that also notes the storages of tensors whose last dimension is the vocabulary
     (the logits, their fp32 copy, log-softmax, their gradients): the logits row of the ledger. A
@@ -204,8 +220,11 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
     stand-in for a GPU's (see the module's docstring for what it leaves out). update: AdamW's traced
     update, "foreach" (default), "loop" (foreach=False: one tensor at a time) or "fused" (fused=True).
     grads_held: trace the last micro-batch of an accumulating step, which runs forward and backward with
-    the fp32 gradients of an earlier micro-batch already held (one untraced forward and backward of the
-    same micro-batch first, no zero_grad between); False (default): a lone step, from no gradients."""
+    the fp32 gradients of an earlier micro-batch already held (made before the traced step as a zero
+    gradient per trainable parameter, as many bytes as a real earlier backward leaves on a model whose
+    every parameter takes part in the loss, as a causal LM's do); False (default): a lone step, from no
+    gradients."""
+    _freeze_new_modules()
     config = _with_attention(load_config(config), attention)
     if update not in UPDATES:
         raise EstimateError(f"unknown update {update!r}: use one of {', '.join(UPDATES)}")
@@ -238,9 +257,10 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
         opt.zero_grad(set_to_none=True)
         ids = torch.zeros((micro_batch, seq), dtype=torch.long)
         batch = {"input_ids": ids, "labels": ids}
-        if grads_held:                                  # an earlier micro-batch of the same step, untraced
-            with torch.autocast("cpu", torch.bfloat16, enabled=s.precision == "bf16"):
-                model(**batch).loss.backward()
+        if grads_held:                                  # what an earlier micro-batch's backward leaves: one fp32
+            for p in model.parameters():                # gradient of its parameter's size per parameter (tested
+                if p.requires_grad:                     # against a real backward); made, not computed, it costs
+                    p.grad = torch.zeros_like(p)        # no forward and backward of its own
 
         def step() -> None:
             with torch.autocast("cpu", torch.bfloat16, enabled=s.precision == "bf16"):

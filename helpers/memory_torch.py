@@ -53,6 +53,11 @@ def _storages(t: torch.Tensor) -> list[torch.UntypedStorage]:
     return [t.untyped_storage()]
 
 
+# Operators that never make a storage: the device of a tensor (the autograd engine asks it thousands of
+# times a step) and a tensor's value as a Python number.
+_ALLOCATES_NOTHING = frozenset({torch.ops.prim.device.default, torch.ops.aten._local_scalar_dense.default})
+
+
 def _batch_tensors(inputs: Any, what: str = "inputs") -> tuple[torch.Tensor, ...]:
     """The tensors of a batch given as one tensor, a dict of tensors (keyword inputs, as a Hugging
     Face model takes them), or a tuple or list of tensors (nested ones too); a TypeError naming
@@ -253,6 +258,8 @@ class MemoryTracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
         out = func(*args, **(kwargs or {}))
+        if func.is_view or func in _ALLOCATES_NOTHING:   # a view of an input's storage, a device or a number:
+            return out                                    # nothing new (most of the operators a backward asks for)
         # An output that shares storage with an input (a view, an in-place result) allocated nothing,
         # even when that storage was never tracked (a tensor made before tracking started).
         shared = {st._cdata for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) for st in _storages(t)}

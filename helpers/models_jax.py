@@ -37,6 +37,10 @@ from .memory_jax import XlaMemoryPlan, xla_memory_plan
 from .program_text import dot_operand_dtypes
 
 _Params = dict[str, Any]
+# A plan is read, never run: LLVM need not optimize its machine code. XLA's HLO passes, and so the optimized
+# program and its memory plan, are the same as at the default level (tests/test_models_jax.py); the compile
+# takes about half the time.
+PLAN_ONLY = {"xla_backend_optimization_level": 0}
 _FAMILIES = ("gpt2", "llama")
 _DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
 
@@ -302,7 +306,7 @@ def plan_step(shape: TransformerShape, batch: int, seq: int, *, precision: str =
     tokens = jax.ShapeDtypeStruct((batch, seq + 1), jnp.int32)
     start = time.perf_counter()
     lowered = jax.jit(step, donate_argnums=(0, 1) if donate else ()).lower(params, state, tokens)
-    compiled = lowered.compile()
+    compiled = lowered.compile(compiler_options=PLAN_ONLY)
     seconds = time.perf_counter() - start
     return StepPlan(shape, batch, seq, precision, checkpoint, xla_memory_plan(compiled),
                     4 * transformer_param_count(shape), seconds, dot_operand_dtypes(lowered.as_text("hlo")),

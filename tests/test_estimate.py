@@ -222,6 +222,23 @@ def tiny_llama(**kw):
     return cfg
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("make", [tiny, tiny_llama], ids=["gpt2", "llama"])
+def test_a_real_backward_leaves_one_gradient_of_its_parameters_size_per_parameter(make, precision):
+    """trace_step(grads_held=True) makes an earlier micro-batch's gradients as zeros_like(p) for every parameter
+    instead of running that micro-batch: what a real forward and backward leaves must be just that (no parameter
+    without a gradient, none in another dtype, none on a larger storage it was cut from)."""
+    torch.manual_seed(0)
+    model = E._build(make())
+    model.train()
+    ids = torch.randint(0, 100, (2, 16))
+    with torch.autocast("cpu", torch.bfloat16, enabled=precision == "bf16"):
+        model(input_ids=ids, labels=ids).loss.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None, name
+        assert p.grad.dtype == p.dtype and p.grad.untyped_storage().nbytes() == p.numel() * p.element_size(), name
+
+
 def test_a_llama_blocks_fp32_bytes_are_named_by_part_to_the_byte():
     """Traced at 1 and 2 blocks, micro-batches 2 and 4: one block per sequence is its RMSNorms' 3d + 1 each,
     attention's rotated q, K and V at n_kv_heads (no repeat_kv copies), output and logsumexp, SwiGLU's 4 d_ff."""

@@ -130,6 +130,19 @@ def test_cpu_compiles_bf16_dots_in_f32():
         assert plan.dots_after.get(("f32", "f32"), 0) > sum(plan.dots_after.values()) / 2, plan.dots_after
 
 
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_plan_compiled_without_llvm_optimization_is_the_default_compiles_plan(precision):
+    """plan_step compiles with mj.PLAN_ONLY (LLVM's machine code unoptimized): XLA's optimized program and its
+    memory plan must be the default compile's, but for source locations in the metadata."""
+    step, opt = mj.make_transformer_step(GPT2_TINY, precision=precision)
+    params, state = mj._abstract_state(GPT2_TINY, opt)
+    lowered = jax.jit(step, donate_argnums=(0, 1)).lower(params, state, jax.ShapeDtypeStruct((2, 33), jnp.int32))
+    default, plan_only = lowered.compile(), lowered.compile(compiler_options=mj.PLAN_ONLY)
+    assert hp.xla_memory_plan(default) == hp.xla_memory_plan(plan_only)
+    program = lambda c: [line for line in c.as_text().splitlines() if "file_name_id=" not in line]  # noqa: E731
+    assert program(default) == program(plan_only)
+
 _FULL_SIZE = """
 import json, resource, sys
 from helpers import models_jax as mj
