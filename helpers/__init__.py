@@ -11,6 +11,8 @@ that garbage awaiting the collector is not counted; frozen, these long-lived obj
 again at each one (a third of a second each in a kernel, a few hundredths then), and reference
 counting still frees them as before. Where torch is imported before it, torch's compiler front end
 (torch._dynamo, which torch itself loads on the first optimizer step) is loaded first and frozen too.
+hp.trace_step freezes again when modules were imported since (transformers and its model code), after a
+full collection, so that its own collection per trace does not walk them.
 """
 
 from __future__ import annotations
