@@ -41,7 +41,7 @@ def op_dtypes(forward: Callable[[], Any]) -> list[tuple[str, tuple[str, ...], st
 
 
 def count_torch_ops(fn: Callable[[], Any]) -> dict[str, int]:
-    """How many times each aten operator runs during fn(), e.g. {'aten.addmm.default': 16}."""
+    """How many times each aten operator runs during fn(), e.g. {'aten.mm.default': 3, 'aten.relu.default': 1}."""
     return dict(Counter(str(func) for func, _, _ in _dispatched_ops(fn)))
 
 
