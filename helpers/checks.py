@@ -284,9 +284,32 @@ _RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
 # the labels of helpers called during a watch that watch_helpers then ended for other helpers, no check having
 # passed: a later watch of one of them starts with that call counted
 _PENDING: set[str] = set()
+# While a watch runs, each watched helper that is a plain function runs a counting stub in place of its own code
+# (its __code__ is swapped, as without_helpers does), so a call that reaches the original function past the
+# patched names (the wrapper's __wrapped__, a reference kept earlier) is counted too. id(stub code) -> (a copy of
+# the function with its own code, the count); and the functions swapped, with their own code, for _unwatch.
+_COUNTED: dict[int, tuple[Callable, list[int]]] = {}
+_SWAPPED: list[tuple[types.FunctionType, types.CodeType]] = []
+
+
+def _counting_code(code: types.CodeType) -> types.CodeType:
+    """A stub with as many free variables as `code` (so it fits the function's closure) that counts the call and
+    runs the function's own code, found in _COUNTED by the stub's identity."""
+    free = [f"_free{i}" for i in range(len(code.co_freevars))]
+    src = ("def _outer():\n" + "".join(f"    {v} = None\n" for v in free)
+           + "    def counted(*args, **kwargs):\n" + (f"        ({', '.join(free)},)\n" if free else "")
+           + f"        inner, count = __import__('sys').modules[{__name__!r}]._COUNTED[id(__import__('sys')"
+           + "._getframe().f_code)]\n        count[0] += 1\n        return inner(*args, **kwargs)\n")
+    outer = compile(src, __file__, "exec").co_consts[0]
+    stub = next(c for c in outer.co_consts if isinstance(c, types.CodeType))
+    return stub.replace(co_name=code.co_name, co_qualname=code.co_qualname)
 
 
 def _unwatch() -> None:
+    for fn, code in reversed(_SWAPPED):
+        fn.__code__ = code
+    _SWAPPED.clear()
+    _COUNTED.clear()
     for count, patches in _WATCHED.values():
         for owner, attr, held in patches:
             if held is None:
@@ -323,7 +346,10 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     counting (whatever `keep` says; it is kept for the cells that pass it), so neither running the check
     again nor running a cell that starts the watch again lets a call made in a scratch cell through. A
     call with other helpers ends the running watch and starts one of those, in which a helper that was
-    called in an earlier watch, no check having passed since, starts with that call counted."""
+    called in an earlier watch, no check having passed since, starts with that call counted. While the watch
+    runs, a watched helper that is a plain function (or a method of the class named) runs counting code in place
+    of its own, so a call that reaches it past the patched names (the wrapper's __wrapped__, a reference kept
+    from before the watch) counts as well."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
@@ -340,20 +366,41 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     for label, owner, attr, fn in targets:
         count = [int(label in _PENDING)]
         calls = _RECORDED.setdefault(label, []) if owner is helpers and attr in record else None
+        try:
+            signature = inspect.signature(fn)  # read before its code is swapped
+        except (TypeError, ValueError):
+            signature = None
+        swapped = (isinstance(fn, types.FunctionType) and all(f is not fn for f, _ in _SWAPPED)
+                   and (not isinstance(owner, type) or vars(owner).get(attr) is fn))  # not a base class's method
+        if swapped:
+            inner = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+            inner.__kwdefaults__ = fn.__kwdefaults__
+            stub = _counting_code(fn.__code__)
+            _COUNTED[id(stub)] = (inner, count)
+            _SWAPPED.append((fn, fn.__code__))
+            fn.__code__ = stub  # which keeps the stub alive, and its id unique, until _unwatch
+
+        # a method watched on its class and on a subclass: the subclass's wrapper runs the method's own code,
+        # so that a call through it counts as the subclass's only
+        run = fn if swapped or id(getattr(fn, "__code__", None)) not in _COUNTED else _COUNTED[id(fn.__code__)][0]
 
         @functools.wraps(fn)
-        def counted(*args: object, _fn: Callable = fn, _count: list[int] = count,
-                    _calls: list | None = calls, **kwargs: object) -> object:
-            _count[0] += 1
+        def counted(*args: object, _fn: Callable = run, _count: list[int] = count, _swapped: bool = swapped,
+                    _calls: list | None = calls, _signature: inspect.Signature | None = signature,
+                    **kwargs: object) -> object:
+            if not _swapped:  # else the function's own stub counts the call
+                _count[0] += 1
             result = _fn(*args, **kwargs)
-            if _calls is not None:
+            if _calls is not None and _signature is not None:
                 try:
-                    bound = inspect.signature(_fn).bind(*args, **kwargs)
+                    bound = _signature.bind(*args, **kwargs)
                     bound.apply_defaults()
                     _calls.append((dict(bound.arguments), result))
                 except TypeError:  # not the helper's signature: nothing to record
                     pass
             return result
+        if signature is not None:
+            counted.__signature__ = signature  # what help() and inspect show: the helper's, not the stub's
         owners = [owner]
         home = sys.modules.get(getattr(fn, "__module__", None) or "")  # the helper's own module: helpers.<module>.<name>
         if (owner is helpers and home is not None and home.__name__.startswith(helpers.__name__ + ".")

@@ -1,4 +1,5 @@
 import functools
+import inspect
 import subprocess
 import sys
 import types
@@ -526,6 +527,44 @@ def test_watch_helpers_counts_a_call_through_the_helpers_own_module_and_a_module
     hp.assert_helpers_unused(part="p", hint="h")  # nothing called: it passes and stops watching
     assert helpers.sharding.zero_bytes is _zero_bytes_itself and hp.zero_bytes is _zero_bytes_itself
     assert outside.answer is own
+
+
+class _Tracker:
+    def __enter__(self):
+        return 3
+
+
+class _OwnTrackerBase(_Tracker):
+    def __enter__(self):  # super() gives it a closure (__class__), as hp.MemoryTracker.__enter__ has
+        return super().__enter__() + 1
+
+
+def test_watch_helpers_counts_a_call_that_reaches_the_original_past_the_wrapper(fresh_kernel):
+    # trial t14ex10 M1: hp.count_torch_ops.__wrapped__(...) and hp.MemoryTracker.__enter__.__wrapped__(tracker)
+    kept_before = hp.zero_bytes  # a reference taken before the watch began
+    answer, signature = hp.zero_bytes(10, 2, 1), inspect.signature(hp.zero_bytes)
+    hp.watch_helpers("zero_bytes", methods=[(_OwnTrackerBase, "__enter__")])
+    assert hp.zero_bytes.__wrapped__ is _zero_bytes_itself
+    assert hp.zero_bytes.__wrapped__(10, 2, 1) == answer  # the original, past the wrapper: it answers, and counts
+    with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+    fresh_kernel._forget_calls()  # a kernel restart
+    hp.watch_helpers("zero_bytes", methods=[(_OwnTrackerBase, "__enter__")])
+    kept_before(10, 2, 1)
+    with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+    fresh_kernel._forget_calls()
+    hp.watch_helpers("zero_bytes", methods=[(_OwnTrackerBase, "__enter__")])
+    assert _OwnTrackerBase.__enter__.__wrapped__(_OwnTrackerBase()) == 4  # the method's own code, closure and all
+    with pytest.raises(hp.WrongAnswer, match=r"^p: _OwnTrackerBase\.__enter__ works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+    fresh_kernel._forget_calls()
+    hp.watch_helpers("zero_bytes", methods=[(_OwnTrackerBase, "__enter__")])
+    assert inspect.signature(hp.zero_bytes) == signature  # the helper's own, not the counting stub's
+    hp.assert_helpers_unused(part="p", hint="h")  # nothing called: it passes, and every function has its own code
+    assert hp.zero_bytes is _zero_bytes_itself and _zero_bytes_itself.__code__.co_name == "zero_bytes"
+    assert "refused" not in repr(_zero_bytes_itself.__code__) and _OwnTrackerBase().__enter__() == 4
+    assert kept_before(10, 2, 1) == answer and inspect.signature(kept_before) == signature
 
 
 def test_watch_helpers_names_a_helper_that_does_not_exist():
