@@ -417,7 +417,6 @@ class Row:
     traced: int
     reason: str = ""
     explained: int | None = None          # bytes of the residual the reason accounts for (checked)
-    korthikanti: int | None = None
     reasons: dict[str, int] = field(default_factory=dict)   # each named reason's share of the residual (variant traces)
 
     @property
@@ -430,11 +429,10 @@ class Row:
 
     def __str__(self) -> str:
         closed = "-" if self.closed is None else _mb(self.closed)
-        kor = "" if self.korthikanti is None else f"; for comparison, not the closed form column (the course's 16d, fp32): Korthikanti's full count, 34 + 5as/h, in 16-bit values: {_mb(self.korthikanti)}"
         why = self.reason if self.residual or self.explained else ""   # a reason explains a residual: none, none shown
         if self.unexplained:
             why = (why + "; " if why else "") + f"UNEXPLAINED {self.unexplained:,} B"
-        lines = [w for w in (why + kor).split("; ") if w]          # one reason per line
+        lines = [w for w in why.split("; ") if w]          # one reason per line
         head = f"  {self.name:<21}{closed:>13}{_mb(self.traced):>13}{_mb(self.residual):>13}  "
         return "\n".join([head + (lines[0] if lines else "")] + [" " * len(head) + w for w in lines[1:]]).rstrip()
 
@@ -474,11 +472,9 @@ def _variant(config, **changes):
 def build_ledger(config: Any, seq: int, setting: str = "fp32", *, explain: bool = True, attention: str = "cpu",
                  progress: Callable[[str], None] | None = None) -> Ledger:
     """The ledger of one setting: each row's closed form (the course's 16P-family counts and 16d per
-    token and block via hp.gpt_activation_bytes; Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) per layer,
-    which assumes 16-bit activations, 1-byte dropout masks and materialised attention scores), the
-    traced bytes, and the residual; with explain, variant traces (a fused GELU, use_cache=False, the
-    output object dropped before backward) measure what each named reason accounts for. attention: as in
-    trace_step."""
+    token and block via hp.gpt_activation_bytes), the traced bytes, and the residual; with explain,
+    variant traces (a fused GELU, use_cache=False, the output object dropped before backward) measure
+    what each named reason accounts for. attention: as in trace_step."""
     config = load_config(config)
     s, dims, facts = SETTINGS[setting], _dims(config), _model_facts(config)
     fit = fit_per_sequence(config, seq, setting, attention=attention, progress=progress)
@@ -510,8 +506,7 @@ def build_ledger(config: Any, seq: int, setting: str = "fp32", *, explain: bool 
 
     blocks = gpt_activation_bytes(d=d, n_layers=L, n_heads=a, seq=seq, vocab=V, value_bytes=vb)
     course_blocks = (d * seq * L * vb) if s.checkpoint else blocks.blocks   # checkpointed: each block's input
-    kor = seq * d * (2 if s.checkpoint else (34 + 5 * a * seq // d)) * L
-    per = [Row("activations (blocks)", course_blocks, tp["activations (blocks)"], korthikanti=kor),
+    per = [Row("activations (blocks)", course_blocks, tp["activations (blocks)"]),
            Row("logits (forward)", blocks.logits, tp["logits (forward)"]),
            Row("logits' gradients", 0, tp["logits' gradients"]),
            Row("temporaries", 0, tp["temporaries"]),
@@ -534,7 +529,7 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
                       {"activation_function": "gelu_pytorch_tanh"}, True))
     attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
     if attn:
-        steps.append(("attention dropout", "attention dropout: the CPU's SDPA then runs its unfused math kernel, which keeps three "
+        steps.append(("attention dropout", "attention dropout: the CPU's SDPA (scaled_dot_product_attention) then runs its unfused math kernel, which keeps three "
                       "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities)",
                       dict.fromkeys(attn, 0.0), True))
     other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
@@ -604,7 +599,8 @@ class BlockRow:
     def __str__(self) -> str:
         head = f"  {'row':<21}{'closed form':>13}{'traced':>13}{'residual':>13}  reason"
         note = "" if self.affine else "\n  (NOT affine: the blocks' bytes are not b x one block per sequence; trust no row)"
-        return "\n".join(["  -- one block, per sequence (traced with 1 and 2 blocks at micro-batches 2, 4)", head,
+        return "\n".join(["  -- one block, per sequence (traced with 1 and 2 blocks at micro-batches 2, 4; any split "
+                          "of the residual by part is a formula's: the trace checks only its total)", head,
                           str(self.row)]) + note
 
 
@@ -646,8 +642,8 @@ _PART_REASONS = {
 def block_row(config: Any, seq: int, setting: str = "fp32") -> BlockRow:
     """One block's activations per sequence, traced (lone steps, the one-tensor AdamW update, so that the
     peak falls in backward with every block's activations alive), against the 16d closed form. For an fp32
-    or bf16 Llama the residual is named by part (_llama_block_parts); what the parts do not name, and any
-    other model's residual, is printed UNEXPLAINED."""
+    or bf16 Llama the residual is split by part by a formula (_llama_block_parts), whose sum alone the trace
+    checks; what the parts do not name, and any other model's residual, is printed UNEXPLAINED."""
     config = load_config(config)
     s, dims = SETTINGS[setting], _dims(config)
     if s.checkpoint:

@@ -51,6 +51,17 @@ def test_deepspeeds_estimators_differ_from_zero_bytes_by_what_they_count():
     assert 2 * P + 18 * P == 20 * P   # at N = 1, DeepSpeed's stage 2 is the Playbook's 20P
 
 
+def test_deepspeeds_docs_example_predates_its_zero2_formula():
+    """deepspeed/runtime/zero/stage_1_and_2.py, estimate_zero2_model_states_mem_needs (v0.19.6, commit edaa722;
+    the formula since f4cb866, PR #5099, first in v0.14.3): no offload, 2P + int(18P/N), printed as bytes / 2**30
+    with the label "GB". Its docs' t5-3b example (docs/code-docs/source/memory.rst: 2851M parameters, 1 node of 8
+    GPUs, "15.93GB | offload_optimizer=none") is the formula it replaced, 4P + int(16P/N)."""
+    P, N = 2851 * 10 ** 6, 8
+    printed = lambda b: f"{b / 2 ** 30:6.2f}GB"   # noqa: E731  (the estimator's own format)
+    assert printed(4 * P + int(16 * P / N)) == " 15.93GB"
+    assert printed(2 * P + int(18 * P / N)) == " 11.28GB"
+
+
 def test_korthikanti_activations_of_a_llama_3_1_8b_shape():
     """s·b·h·(34 + 5·a·s/h) per layer, 16-bit activations, 1-byte dropout masks, scores kept: 9.25 GiB."""
     L, h, a, s, b = 32, 4096, 32, 1024, 1
