@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from ._validate import positive
 from .gpt_jax import _attention, _dense, _gelu, _layer_norm
 from .memory_jax import XlaMemoryPlan, xla_memory_plan
-from .program_text import dot_operand_dtypes
+from .program_text import dot_operand_dtypes, while_carries
 
 _Params = dict[str, Any]
 # A plan is read, never run: LLVM need not optimize its machine code. XLA's HLO passes, and so the optimized
@@ -279,6 +279,7 @@ class StepPlan:
     compile_seconds: float      # lower + compile, on this machine
     dots_before: dict           # dot instructions by operand dtypes, as JAX lowered them
     dots_after: dict            # ... and as the compiler left them for this backend
+    loops: tuple = ()           # the compiled program's while loops: (op_name, carried array types)
 
     def __str__(self) -> str:
         ck = " + checkpoint" if self.checkpoint else ""
@@ -310,7 +311,7 @@ def plan_step(shape: TransformerShape, batch: int, seq: int, *, precision: str =
     seconds = time.perf_counter() - start
     return StepPlan(shape, batch, seq, precision, checkpoint, xla_memory_plan(compiled),
                     4 * transformer_param_count(shape), seconds, dot_operand_dtypes(lowered.as_text("hlo")),
-                    dot_operand_dtypes(compiled.as_text()))
+                    dot_operand_dtypes(compiled.as_text()), tuple(while_carries(compiled.as_text())))
 
 
 @dataclass(frozen=True)

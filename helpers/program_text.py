@@ -30,6 +30,17 @@ def dot_operand_dtypes(hlo_text: str) -> dict[tuple[str, ...], int]:
     return counts
 
 
+def while_carries(hlo_text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Each while loop of an HLO module's text (JAX: compiled.as_text()), in the text's order: its
+    op_name (e.g. 'jit(step)/transpose(jvp())/while', a backward scan) and the array types its state
+    carries from one iteration to the next, without layouts, e.g. ('s32[]', 'f32[12,4,1024,768]')."""
+    loops = []
+    for state, rest in re.findall(r"= \((.*?)\) while\((.*)", hlo_text):
+        name = re.search(r'op_name="([^"]*)"', rest)
+        loops.append((name.group(1) if name else "", tuple(re.findall(r"(\w+\[[\d,]*\])(?:\{[^}]*\})?", state))))
+    return loops
+
+
 @dataclass(frozen=True)
 class HloInstruction:
     """One instruction of an HLO computation: its name, result shape (no layout), opcode and operands."""

@@ -130,6 +130,16 @@ def test_cpu_compiles_bf16_dots_in_f32():
         assert plan.dots_after.get(("f32", "f32"), 0) > sum(plan.dots_after.values()) / 2, plan.dots_after
 
 
+def test_plan_lists_the_scans_loops():
+    plan = mj.plan_step(GPT2_TINY, 2, 32, precision="bf16")
+    names = [name for name, _ in plan.loops]
+    print(names)
+    # The blocks' scan: a forward loop and its transpose (backward), each carrying its stacked arrays.
+    assert any(n.endswith("jvp()/while") and "transpose" not in n for n in names), names
+    assert any("transpose(jvp())" in n for n in names), names
+    assert all(carried and carried[0] == "s32[]" for _, carried in plan.loops), plan.loops
+
+
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_a_plan_compiled_without_llvm_optimization_is_the_default_compiles_plan(precision):
