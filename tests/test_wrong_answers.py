@@ -111,6 +111,27 @@ def test_a_wrong_answer_that_fails_a_quick_check_does_not_rerun_the_measurement_
     assert namespace["table"] == [0, 2, 4] and namespace["total"] == 6 and namespace["double"](5) == 10
 
 
+# scratch: a scratch cell run right after the solution cell (here it peeks; the check finds out)
+PEEK = [
+    _cell("peeked = False\n### BEGIN SOLUTION\nanswer = 7\n### END SOLUTION", "ex99-part1-solution"),
+    _cell("assert answer == 7 and not peeked, 'part 1: a scratch cell peeked at the answer; a hint: count them "
+          "yourself'", "ex99-part1-check"),
+]
+
+
+@pytest.mark.parametrize("scratch, problem", [
+    ("peeked = True", None),                        # the check catches what the scratch cell did
+    ("x = 1", "passed every check"),                # a harmless scratch cell: the right answer passes
+    ("undefined_name", "not in a check of ex99-part1"),
+])
+def test_a_wrong_answer_with_a_scratch_cell_runs_it_right_after_the_solution_cell(scratch, problem):
+    run, namespace = _runner(PEEK)
+    entry = {"what": "a peek", "code": "answer = 7", "scratch": scratch}
+    problems = wa.try_part(PEEK, 1, [(0, entry, "ex99-part1", [])], run)
+    assert (problems == []) if problem is None else (problems and problem in problems[0])
+    assert namespace["answer"] == 7 and namespace["peeked"] is False
+
+
 # visible = true: the wrong answer must fail the checks a student runs, the hidden tests left out
 HIDDEN = [
     _cell("### BEGIN SOLUTION\nanswer = 7\n### END SOLUTION", "ex99-part1-solution"),

@@ -18,6 +18,8 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
   solution's cells run again, so that nbval goes on from the solution's state (a call of a helper that
   hp.watch_helpers watches counts until a kernel restarts: the counts are set back to 0 first, as a
   restart would). An entry with
+  `scratch` (code) runs that code right after its solution cell, as a student's scratch cell would (a helper
+  called there, say, that the part's watch counts). An entry with
   `visible = true` must fail the released exercise's checks: its cells run with their hidden tests left
   out, as `make exercises` leaves them out (a student's check cell runs only the visible part). `try_part` holds that
   logic; it takes the function that runs code, so tests/test_wrong_answers.py tries it without a kernel.
@@ -162,8 +164,8 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
     after it never ran with a wrong answer and still hold the solution's results), but only up to the
     next wrong answer's cell, which runs them itself. A quick check right after a solution cell
     therefore spares its wrong answers the given measurement that follows it, and the restore its re-run."""
-    def from_to(start: int, stop: int, first_source: str | None = None,
-                visible: bool = False) -> tuple[int, str, tuple[str, str]] | None:
+    def from_to(start: int, stop: int, first_source: str | None = None, visible: bool = False,
+                scratch: str | None = None) -> tuple[int, str, tuple[str, str]] | None:
         for j in range(start, stop):
             if cells[j]["cell_type"] == "code":
                 source = cells[j]["source"]
@@ -171,6 +173,10 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
                             else visible_part(source) if visible else source)
                 if error:
                     return j, _grade_id(cells[j]) or f"cell {j}", error
+                if j == start and scratch:   # a scratch cell the student runs right after the solution cell
+                    error = run(scratch)
+                    if error:
+                        return j, "the scratch cell after " + (_grade_id(cells[j]) or f"cell {j}"), error
         return None
 
     problems = []
@@ -178,7 +184,7 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
     dirty = 0   # the cells before this one may hold a wrong answer's results (the furthest any one reached)
     for n, (first, entry, part, secrets) in enumerate(wrong):
         failed = from_to(first, check + 1, substitute(cells[first]["source"], entry["code"], entry.get("region", 1)),
-                         visible=entry.get("visible", False))
+                         visible=entry.get("visible", False), scratch=entry.get("scratch"))
         if failed:
             at, where, (ename, evalue) = failed
             problems += judge(entry["what"], part, where, ename, evalue, secrets)
