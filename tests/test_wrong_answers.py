@@ -132,6 +132,18 @@ def test_a_wrong_answer_with_a_scratch_cell_runs_it_right_after_the_solution_cel
     assert namespace["answer"] == 7 and namespace["peeked"] is False
 
 
+def test_a_wrong_answer_that_spans_two_solution_cells_changes_both_and_the_restore_runs_from_the_first():
+    # a wrong table function together with the total that agrees with it: only the check of the table's
+    # values sees it; after it, both cells hold the solution's results again
+    run, namespace = _runner(QUICK, {"runs": 0})
+    entry = {"what": "a wrong double, the total made to agree", "part": "ex99-part1-solution-2",
+             "code": "total = 9", "also": [{"part": "ex99-part1-solution", "code": "return 2 * x if x < 2 else 7"}]}
+    assert wa.substitutions(QUICK, 0, entry) == {
+        3: "total = 9", 0: "def double(x):\n    return 2 * x if x < 2 else 7"}
+    assert wa.try_part(QUICK, 4, [(0, entry, "ex99-part1", [])], run) == []
+    assert namespace["table"] == [0, 2, 4] and namespace["total"] == 6 and namespace["double"](5) == 10
+
+
 # visible = true: the wrong answer must fail the checks a student runs, the hidden tests left out
 HIDDEN = [
     _cell("### BEGIN SOLUTION\nanswer = 7\n### END SOLUTION", "ex99-part1-solution"),

@@ -13,7 +13,9 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
 - after a part's last check cell it runs the part's plausible wrong answers, the data beside this file
   (<solution stem>.toml, or <stem>.<folder>.toml where the exercise has a notebook per framework):
   each entry names the solution cell by its grade_id and gives the code that replaces one of its
-  solution regions. That cell and the following ones run up to the part's last check, which must fail
+  solution regions (a mistake that spans two answer cells of the part adds `[[wrong.also]]` tables, each
+  with another cell's `part`, `code` and `region`). The first cell it changes and the following ones
+  run up to the part's last check, which must fail
   with a message that names the part, gives a hint and shows none of the part's [secrets]; then the
   solution's cells run again, so that nbval goes on from the solution's state (a call of a helper that
   hp.watch_helpers watches counts until a kernel restarts: the counts are set back to 0 first, as a
@@ -127,9 +129,14 @@ def plan(spec: Path, cells: list) -> dict[int, list[tuple[int, dict, str, list[s
     secrets = {part: [str(s) for s in values] for part, values in data.get("secrets", {}).items()}
     by_check: dict[int, list] = {}
     for entry in data["wrong"]:
-        if entry["part"] not in ids:
-            raise ValueError(f"{spec.name}: no cell with grade_id {entry['part']}")
-        first, part = ids.index(entry["part"]), part_of(entry["part"])
+        changed = [entry["part"], *(also["part"] for also in entry.get("also", ()))]
+        for grade_id in changed:
+            if grade_id not in ids:
+                raise ValueError(f"{spec.name}: no cell with grade_id {grade_id}")
+            if part_of(grade_id) != part_of(entry["part"]):
+                raise ValueError(f"{spec.name}: '{entry['what']}' changes {grade_id}, "
+                                 f"not a cell of {part_of(entry['part'])}")
+        first, part = min(ids.index(g) for g in changed), part_of(entry["part"])
         checks = [j for j, g in enumerate(ids) if j > first and g.startswith(part + "-check")]
         if not checks:
             raise ValueError(f"{spec.name}: {part} has no check cell after {entry['part']}")
@@ -157,19 +164,28 @@ def judge(what: str, part: str, failed_in: str, ename: str, evalue: str, secrets
     return [f"{part}, wrong answer '{what}': {p}" for p in found]
 
 
+def substitutions(cells: list, first: int, entry: dict) -> dict[int, str]:
+    """The sources a wrong answer runs instead of its cells', by cell index: its `part` (at `first` where
+    the entry names none) and the cells of its `also` tables."""
+    ids = [_grade_id(c) for c in cells]
+    changes = [(ids.index(entry["part"]) if "part" in entry else first, entry),
+               *((ids.index(also["part"]), also) for also in entry.get("also", ()))]
+    return {j: substitute(cells[j]["source"], change["code"], change.get("region", 1)) for j, change in changes}
+
+
 def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str]]], run: Runner) -> list[str]:
-    """Run each wrong answer from its solution cell to cell `check` (the part's last check); the problems
-    found. The solution's cells must have run before. After each wrong answer they run again from its
-    cell on, up to the furthest cell that any wrong answer of the part has reached so far (the cells
-    after it never ran with a wrong answer and still hold the solution's results), but only up to the
-    next wrong answer's cell, which runs them itself. A quick check right after a solution cell
-    therefore spares its wrong answers the given measurement that follows it, and the restore its re-run."""
-    def from_to(start: int, stop: int, first_source: str | None = None, visible: bool = False,
+    """Run each wrong answer from the first solution cell it changes to cell `check` (the part's last
+    check); the problems found. The solution's cells must have run before. After each wrong answer they
+    run again from that cell on, up to the furthest cell that any wrong answer of the part has reached so
+    far (the cells after it never ran with a wrong answer and still hold the solution's results), but only
+    up to the next wrong answer's first cell, which runs them itself. A quick check right after a solution
+    cell therefore spares its wrong answers the given measurement that follows it, and the restore its re-run."""
+    def from_to(start: int, stop: int, changed: dict[int, str] | None = None, visible: bool = False,
                 scratch: str | None = None) -> tuple[int, str, tuple[str, str]] | None:
         for j in range(start, stop):
             if cells[j]["cell_type"] == "code":
                 source = cells[j]["source"]
-                error = run(first_source if j == start and first_source is not None
+                error = run(changed[j] if changed and j in changed
                             else visible_part(source) if visible else source)
                 if error:
                     return j, _grade_id(cells[j]) or f"cell {j}", error
@@ -183,8 +199,8 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
     wrong = sorted(wrong, key=lambda w: w[0])
     dirty = 0   # the cells before this one may hold a wrong answer's results (the furthest any one reached)
     for n, (first, entry, part, secrets) in enumerate(wrong):
-        failed = from_to(first, check + 1, substitute(cells[first]["source"], entry["code"], entry.get("region", 1)),
-                         visible=entry.get("visible", False), scratch=entry.get("scratch"))
+        failed = from_to(first, check + 1, substitutions(cells, first, entry), visible=entry.get("visible", False),
+                         scratch=entry.get("scratch"))
         if failed:
             at, where, (ename, evalue) = failed
             problems += judge(entry["what"], part, where, ename, evalue, secrets)
