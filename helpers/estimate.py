@@ -15,7 +15,7 @@ closed forms, and the memory ladder planned on traced bytes.
 - attention="fused" (CLI --attention fused) traces with attention dropout off, so that PyTorch's CPU
   runs its fused SDPA kernel: a stand-in for a GPU's fused kernel, which accepts dropout. The default,
   "cpu", traces the config as it is on this CPU, where attention dropout makes SDPA run its unfused
-  math kernel (three T x T fp32 tensors per head kept for backward). The stand-in leaves out the
+  math kernel (its saved tensors net to about three T x T fp32 per head). The stand-in leaves out the
   fused kernel's dropout RNG state (bytes) and keeps the CPU's 4-byte scales for the other dropouts
   where CUDA keeps 1-byte masks.
 - The planner is hp.choose_interventions (accumulate -> checkpoint -> bf16 -> add devices) on the
@@ -529,8 +529,8 @@ def _explain(config, seq: int, setting: str, fit: Fit, per: list[Row], dims: dic
                       {"activation_function": "gelu_pytorch_tanh"}, True))
     attn = [k for k in ("attn_pdrop", "attention_dropout") if getattr(config, k, 0)]
     if attn:
-        steps.append(("attention dropout", "attention dropout: the CPU's SDPA (scaled_dot_product_attention) then runs its unfused math kernel, which keeps three "
-                      "T x T fp32 tensors per head (softmax, dropout scale, dropped probabilities)",
+        steps.append(("attention dropout", "attention dropout: the CPU's SDPA (scaled_dot_product_attention) then runs its unfused math kernel, whose saved tensors "
+                      "net to about three T x T fp32 tensors per head (not itemized)",
                       dict.fromkeys(attn, 0.0), True))
     other = [k for k in ("resid_pdrop", "embd_pdrop", "hidden_dropout", "dropout") if getattr(config, k, 0)]
     if other:

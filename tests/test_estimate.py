@@ -183,8 +183,8 @@ def test_the_traced_update_is_foreach_by_default_and_loop_or_fused_drop_its_para
 
 
 def test_fused_attention_traces_the_config_without_attention_dropout():
-    """On the CPU, attention dropout runs SDPA's math kernel, which keeps three T x T fp32 tensors per head
-    (softmax, dropout scale, dropped probabilities) and a little more; attention="fused" is the same
+    """On the CPU, attention dropout runs SDPA's math kernel, whose saved tensors net to three to four T x T
+    fp32 tensors per head at this size (not itemized); attention="fused" is the same
     config traced with attention dropout off, to the byte."""
     T, L, a = 64, 2, 2
     cfg = tiny(attn_pdrop=0.1, resid_pdrop=0.0, embd_pdrop=0.0, use_cache=False)
