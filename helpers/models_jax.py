@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from ._validate import positive
 from .gpt_jax import _attention, _dense, _gelu, _layer_norm
 from .memory_jax import XlaMemoryPlan, xla_memory_plan
-from .program_text import dot_operand_dtypes, while_carries
+from .program_text import dot_operand_dtypes, _while_carries
 
 _Params = dict[str, Any]
 # A plan is read, never run: LLVM need not optimize its machine code. XLA's HLO passes, and so the optimized
@@ -311,7 +311,7 @@ def plan_step(shape: TransformerShape, batch: int, seq: int, *, precision: str =
     seconds = time.perf_counter() - start
     return StepPlan(shape, batch, seq, precision, checkpoint, xla_memory_plan(compiled),
                     4 * transformer_param_count(shape), seconds, dot_operand_dtypes(lowered.as_text("hlo")),
-                    dot_operand_dtypes(compiled.as_text()), tuple(while_carries(compiled.as_text())))
+                    dot_operand_dtypes(compiled.as_text()), tuple(_while_carries(compiled.as_text())))
 
 
 @dataclass(frozen=True)

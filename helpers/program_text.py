@@ -30,7 +30,7 @@ def dot_operand_dtypes(hlo_text: str) -> dict[tuple[str, ...], int]:
     return counts
 
 
-def while_carries(hlo_text: str) -> list[tuple[str, tuple[str, ...]]]:
+def _while_carries(hlo_text: str) -> list[tuple[str, tuple[str, ...]]]:
     """Each while loop of an HLO module's text (JAX: compiled.as_text()), in the text's order: its
     op_name (e.g. 'jit(step)/transpose(jvp())/while', a backward scan) and the array types its state
     carries from one iteration to the next, without layouts, e.g. ('s32[]', 'f32[12,4,1024,768]')."""

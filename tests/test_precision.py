@@ -9,7 +9,7 @@ from torch import nn
 
 from helpers.formats import FORMATS, float_format
 from helpers.ops_torch import op_dtypes, op_seconds
-from helpers.program_text import dot_operand_dtypes, hlo_schedule, while_carries
+from helpers.program_text import dot_operand_dtypes, hlo_schedule, _while_carries
 from helpers.saved_torch import bytes_by_kind, copies_made, saved_for_backward
 from helpers.search import first_below
 
@@ -140,9 +140,9 @@ def test_while_carries_lists_each_loops_state_without_layouts():
             "  %while.4 = (s32[], f32[4,8]{1,0}, bf16[12,4,8]{2,1,0}) while(%t), condition=%c, body=%b, "
             'metadata={op_name="jit(step)/jvp()/while" stack_frame_id=5}\n'
             "  %while.6 = (s32[], pred[]) while(%u), condition=%c2, body=%b2\n")
-    assert while_carries(text) == [("jit(step)/jvp()/while", ("s32[]", "f32[4,8]", "bf16[12,4,8]")),
+    assert _while_carries(text) == [("jit(step)/jvp()/while", ("s32[]", "f32[4,8]", "bf16[12,4,8]")),
                                    ("", ("s32[]", "pred[]"))]
-    assert while_carries("no loops here") == []
+    assert _while_carries("no loops here") == []
 
 
 def test_hlo_schedule_lists_entry_instructions_in_order():
