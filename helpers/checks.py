@@ -254,19 +254,22 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         # inside another check's finds them patched already and swaps nothing)
         functions = {id(value): value for _, _, value in saved if id(value) in blocked
                      and isinstance(value, types.FunctionType) and not value.__code__.co_freevars}
-        codes = [(helper, helper.__code__, _REFUSALS.get(helper.__code__.co_name)) for helper in functions.values()]
-        for helper, code, _ in codes:
-            _REFUSALS[code.co_name] = refusals[blocked[id(helper)]]
-            helper.__code__ = _REFUSED_CODE.replace(co_name=code.co_name)
+        # keyed by the blocked name, not the code's: while watch_helpers runs, every watched helper is a wrapper
+        # whose code is named `counted`, and one key for all would make each refusal name the last one
+        codes = [(helper, helper.__code__, blocked[id(helper)], _REFUSALS.get(blocked[id(helper)]))
+                 for helper in functions.values()]
+        for helper, code, key, _ in codes:
+            _REFUSALS[key] = refusals[key]
+            helper.__code__ = _REFUSED_CODE.replace(co_name=key)
         try:
             return fn(*args, **kwargs)
         finally:
-            for helper, code, before in reversed(codes):
+            for helper, code, key, before in reversed(codes):
                 helper.__code__ = code
                 if before is None:
-                    _REFUSALS.pop(code.co_name, None)
+                    _REFUSALS.pop(key, None)
                 else:
-                    _REFUSALS[code.co_name] = before
+                    _REFUSALS[key] = before
             for cls, init in inits:
                 cls.__init__ = init
             for space, key, value in saved:

@@ -567,6 +567,22 @@ def test_watch_helpers_counts_a_call_that_reaches_the_original_past_the_wrapper(
     assert kept_before(10, 2, 1) == answer and inspect.signature(kept_before) == signature
 
 
+def test_without_helpers_under_a_watch_names_the_helper_a_kept_reference_calls(fresh_kernel):
+    # trial t19ex18's fix: each part of exercise 18 watches zero_bytes, sharded_bytes and smallest_fit while its
+    # check runs the student's function without them; a reference kept as a class attribute then holds the watch's
+    # wrapper (every one named `counted`), and its refusal must name the helper it wraps, not the last one blocked
+    hp.watch_helpers("zero_bytes", "sharded_bytes", "smallest_fit")
+
+    class Kept:
+        zero = staticmethod(hp.zero_bytes)
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: your code calls hp\.zero_bytes, .*Hint: h$"):
+        hp.without_helpers(lambda p: Kept().zero(p, 2, 1).total, "zero_bytes", "sharded_bytes", "smallest_fit",
+                           part="part 2", hint="h")(10)
+    assert not hp.checks._REFUSALS and Kept().zero(10, 2, 1).total == 16 * 10 - 4 * 10  # its code is back
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: hp\.zero_bytes works out"):  # and the call counted
+        hp.assert_helpers_unused(part="part 2", hint="h")
+
+
 def test_watch_helpers_names_a_helper_that_does_not_exist():
     with pytest.raises(AttributeError, match="no_such_helper"):
         hp.watch_helpers("no_such_helper")
