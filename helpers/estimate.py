@@ -251,8 +251,8 @@ def trace_step(config: Any, seq: int, micro_batch: int, setting: str = "fp32", *
         opt.param_groups[0]["foreach"] = True           # the same state, in fewer traced operators
         opt.step()
         opt.param_groups[0]["foreach"] = update == "foreach"   # the traced step: AdamW as PyTorch runs it on
-        # CUDA by default (foreach: one moment-sized fp32 scratch in the update); on CPU tensors its default
-        # is a one-tensor-at-a-time loop ("loop"), which traces a peak a GPU's default step does not have
+        # CUDA by default (foreach; exercise 8 measures its scratch); on CPU tensors its default is a
+        # one-tensor-at-a-time loop ("loop"), whose update peaks differently
         opt.param_groups[0]["fused"] = update == "fused"
         opt.zero_grad(set_to_none=True)
         ids = torch.zeros((micro_batch, seq), dtype=torch.long)
