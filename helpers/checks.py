@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import os
 import sys
 import types
 from collections.abc import Callable, Iterable
@@ -192,13 +193,77 @@ _REFUSED_CODE = compile(f"def refused(*args, **kwargs):\n"
                         f".f_code.co_name](*args, **kwargs)\n", __file__, "exec").co_consts[0]
 
 
+# While a check runs a student's function, starting a program is refused too: a helper run in another interpreter
+# is out of reach of the patches above. Python's audit events see each route that starts one (a reference to
+# os.system kept from before included); multiprocessing's spawn and forkserver methods start theirs with no event,
+# so Process.start itself is refused. The hook cannot be removed: it is added on the first check, and refuses only
+# while _NO_PROGRAMS holds the (part, hint) of a check in progress (the innermost last).
+_PROGRAM_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+                   "os.startfile")
+_NO_PROGRAMS: list[tuple[str, str]] = []
+_HOOKED: list[bool] = []
+
+
+def _program_refused(how: str) -> WrongAnswer:
+    part, hint = _NO_PROGRAMS[-1]
+    return WrongAnswer(f"{part}: your code starts another program ({how}) while the check runs it: the function must "
+                       f"compute its answer itself, not start a program to compute it. Hint: {hint}")
+
+
+def _refuse_programs(event: str, args: tuple) -> None:  # the audit hook
+    if _NO_PROGRAMS and event in _PROGRAM_EVENTS:
+        raise _program_refused(event)
+
+
+def _refused_start(self: object) -> None:  # multiprocessing's BaseProcess.start while a check runs
+    raise _program_refused("multiprocessing's Process.start")
+
+
+def _programs_running() -> list[str]:
+    """This process's children that still run (not zombies), as 'pid (name)': a program started before a check,
+    which the student's function could ask for the answer, but for multiprocessing's resource tracker, which
+    starts with the first spawned process and stays. Linux's /proc, else psutil where installed."""
+    tracker = getattr(getattr(sys.modules.get("multiprocessing.resource_tracker"), "_resource_tracker", None),
+                      "_pid", None)
+    return [c for c in _children() if c.partition(" ")[0] != str(tracker)]
+
+
+def _children() -> list[str]:
+    tasks = "/proc/self/task"
+    if os.path.exists(f"{tasks}/{os.getpid()}/children"):
+        found = []
+        for tid in os.listdir(tasks):
+            try:
+                with open(f"{tasks}/{tid}/children") as f:
+                    pids = f.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        stat = f.read()
+                except OSError:
+                    continue
+                if stat[stat.rindex(")") + 2:][:1] not in ("Z", "X"):
+                    found.append(f"{pid} ({stat[stat.index('(') + 1:stat.rindex(')')]})")
+        return found
+    try:
+        import psutil
+    except ImportError:
+        return []
+    return [f"{c.pid} ({c.name()})" for c in psutil.Process().children() if c.status() != psutil.STATUS_ZOMBIE]
+
+
 def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable:
     """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
     WrongAnswer(part, hint): a check runs a student's function with the helper that answers the part
     out of reach, however the student reached it (hp.name, helpers.module.name, a name of their own, or a
     reference kept anywhere: while fn runs, a blocked function's own code refuses).
     A blocked class is out of reach with its subclasses and instances: a class of one's own built on it
-    (at the top level or inside fn) fails the same way as the class itself."""
+    (at the top level or inside fn) fails the same way as the class itself.
+    While fn runs, starting a program (subprocess, os.system, os.fork, os.exec*, multiprocessing's Process.start)
+    raises WrongAnswer too, and so does a run while a program started before it still runs beside the kernel: the
+    function must compute its answer, not ask a helper in another interpreter."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     blocked = {id(getattr(helpers, name)): name for name in names}  # AttributeError names a wrong name
     # a blocked class: a class of one's own built on it, or one of its instances, is refused as well
@@ -231,6 +296,11 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
             raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure, a container, "
                               f"a cache, a class built on it or an instance), the course's helper that answers this "
                               f"part. Hint: {hint}")
+        running = _programs_running()
+        if running:
+            raise WrongAnswer(f"{part}: another program runs beside this kernel (process {running[0]}), started by "
+                              f"your code: the function must compute its answer itself, not ask another program. Stop "
+                              f"it (or restart the kernel) and run the cells again. Hint: {hint}")
         # every namespace the function could reach a helper through: its own globals and the helpers' modules
         spaces = [getattr(fn, "__globals__", {})] + [vars(m) for n, m in list(sys.modules.items())
                                                      if m is not None and (n == helpers.__name__
@@ -261,9 +331,18 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         for helper, code, key, _ in codes:
             _REFUSALS[key] = refusals[key]
             helper.__code__ = _REFUSED_CODE.replace(co_name=key)
+        import multiprocessing.process as mp  # a plain module of the standard library: no process starts
+        if not _HOOKED:
+            sys.addaudithook(_refuse_programs)
+            _HOOKED.append(True)
+        start = vars(mp.BaseProcess)["start"]
+        mp.BaseProcess.start = _refused_start
+        _NO_PROGRAMS.append((part, hint))
         try:
             return fn(*args, **kwargs)
         finally:
+            _NO_PROGRAMS.pop()
+            mp.BaseProcess.start = start
             for helper, code, key, before in reversed(codes):
                 helper.__code__ = code
                 if before is None:

@@ -61,6 +61,15 @@ _JAX_CACHE = ("import os as __os\n__os.environ.update(JAX_COMPILATION_CACHE_DIR=
 _RESTART_WATCH = ("import sys as __wa_sys\n"
                   "if 'helpers.checks' in __wa_sys.modules:\n"
                   "    __wa_sys.modules['helpers.checks']._forget_calls()")
+# and what a restart does to the programs the kernel started (a wrong answer's worker, beside which
+# hp.without_helpers refuses to run a check): they end. In a kernel only (tests/test_wrong_answers.py runs the
+# code in pytest's own process, whose programs are its own).
+_END_PROGRAMS = ("import sys as __wa_sys\n"
+                 "if 'helpers.checks' in __wa_sys.modules and 'ipykernel.kernelapp' in __wa_sys.modules:\n"
+                 "    import os as __wa_os, signal as __wa_signal\n"
+                 "    for __wa_pid in [int(p.split()[0]) for p in __wa_sys.modules['helpers.checks']._programs_running()]:\n"
+                 "        __wa_os.kill(__wa_pid, __wa_signal.SIGKILL)\n"
+                 "        __wa_os.waitpid(__wa_pid, 0)")
 _CHANGED = ("import json as __rerun_json\n"
             "print(__rerun_json.dumps({k: type(v).__name__ for k, v in globals().items() "
             "if not k.startswith('_') and __rerun_ids.get(k) != id(v)}))")
@@ -210,6 +219,7 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
                             + ("visible " if entry.get("visible") else "") + f"check of {part}")
             dirty = check + 1
         run(_RESTART_WATCH)
+        run(_END_PROGRAMS)
         restored = from_to(first, min(dirty, wrong[n + 1][0]) if n + 1 < len(wrong) else dirty)
         if restored:
             problems.append(f"the solution's {restored[1]}, run again after the wrong answers, failed with "
