@@ -34,6 +34,7 @@ from .search import first_below
 from .sharding import StepBytes, collective_bytes, communication_bytes, sharded_bytes, smallest_fit, zero_bytes
 from .timing import Benchmark, Timings, synchronize, time_together
 from .units import fmt_bytes, fmt_ratio, fmt_timed
+from .watches import measuring_tools, watch_measuring
 
 # name -> the module that defines it; each of these modules imports torch (…_torch, memory_torch)
 # or jax (…_jax, memory_jax), or matplotlib (plotting); estimate imports torch and transformers.

@@ -369,8 +369,9 @@ _PENDING: set[str] = set()
 # While a watch runs, each watched helper that is a plain function runs a counting stub in place of its own code
 # (its __code__ is swapped, as without_helpers does), so a call that reaches the original function past the
 # patched names (the wrapper's __wrapped__, a reference kept earlier) is counted too. id(stub code) -> (a copy of
-# the function with its own code, the count); and the functions swapped, with their own code, for _unwatch.
-_COUNTED: dict[int, tuple[Callable, list[int]]] = {}
+# the function with its own code, the count, which calls count: None for all); and the functions swapped, with
+# their own code, for _unwatch.
+_COUNTED: dict[int, tuple[Callable, list[int], Callable[..., bool] | None]] = {}
 _SWAPPED: list[tuple[types.FunctionType, types.CodeType]] = []
 
 
@@ -380,8 +381,9 @@ def _counting_code(code: types.CodeType) -> types.CodeType:
     free = [f"_free{i}" for i in range(len(code.co_freevars))]
     src = ("def _outer():\n" + "".join(f"    {v} = None\n" for v in free)
            + "    def counted(*args, **kwargs):\n" + (f"        ({', '.join(free)},)\n" if free else "")
-           + f"        inner, count = __import__('sys').modules[{__name__!r}]._COUNTED[id(__import__('sys')"
-           + "._getframe().f_code)]\n        count[0] += 1\n        return inner(*args, **kwargs)\n")
+           + f"        inner, count, only = __import__('sys').modules[{__name__!r}]._COUNTED[id(__import__('sys')"
+           + "._getframe().f_code)]\n        if only is None or only(*args, **kwargs):\n            count[0] += 1\n"
+           + "        return inner(*args, **kwargs)\n")
     outer = compile(src, __file__, "exec").co_consts[0]
     stub = next(c for c in outer.co_consts if isinstance(c, types.CodeType))
     return stub.replace(co_name=code.co_name, co_qualname=code.co_qualname)
@@ -417,7 +419,9 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     attribute) pairs (e.g. (jax.stages.Compiled, "memory_analysis"), what such a helper calls), from now
     on, until a check asks with assert_helpers_unused and passes. A helper is watched in the package
     (hp.<name>) and in the module that defines it (helpers.memory_jax.<name>, say); a `methods` pair may name
-    a module too, e.g. (jax.ad_checkpoint, "print_saved_residuals"). For a part whose answer is a value (not
+    a module too, e.g. (jax.ad_checkpoint, "print_saved_residuals"), and may carry a third item, a function of
+    the call's arguments that says whether the call counts (hp.measuring_tools counts torch's own subclasses
+    of saved_tensors_hooks out that way). The list every exercise starts from is hp.measuring_tools. For a part whose answer is a value (not
     a function that without_helpers can run): the given first line of its solution cell, and of the part's
     first given code cell where a given function measures the answer. The helpers named in `record`
     (watched as well) also keep each call's arguments and result, for a check that asks, with
@@ -436,8 +440,11 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
+    methods = [(m[0], m[1], m[2] if len(m) > 2 else None) for m in methods]
+    only = {f"hp.{name}": None for name in names}
+    only.update({f"{getattr(cls, '__qualname__', None) or cls.__name__}.{attr}": counts for cls, attr, counts in methods})
     targets += [(f"{getattr(cls, '__qualname__', None) or cls.__name__}.{attr}", cls, attr, getattr(cls, attr))
-                for cls, attr in methods]  # a class's method, or a module's function
+                for cls, attr, _ in methods]  # a class's method, or a module's function
     if sorted(_WATCHED) == sorted(label for label, *_ in targets):
         for calls in _RECORDED.values():
             calls.clear()  # a new record; the counts go on
@@ -458,7 +465,7 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
             inner = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
             inner.__kwdefaults__ = fn.__kwdefaults__
             stub = _counting_code(fn.__code__)
-            _COUNTED[id(stub)] = (inner, count)
+            _COUNTED[id(stub)] = (inner, count, only[label])
             _SWAPPED.append((fn, fn.__code__))
             fn.__code__ = stub  # which keeps the stub alive, and its id unique, until _unwatch
 
@@ -469,8 +476,8 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
         @functools.wraps(fn)
         def counted(*args: object, _fn: Callable = run, _count: list[int] = count, _swapped: bool = swapped,
                     _calls: list | None = calls, _signature: inspect.Signature | None = signature,
-                    **kwargs: object) -> object:
-            if not _swapped:  # else the function's own stub counts the call
+                    _only: Callable[..., bool] | None = only[label], **kwargs: object) -> object:
+            if not _swapped and (_only is None or _only(*args, **kwargs)):  # else the function's own stub counts it
                 _count[0] += 1
             result = _fn(*args, **kwargs)
             if _calls is not None and _signature is not None:

@@ -1,0 +1,141 @@
+"""What a watch covers: one list per framework of the course helpers and framework tools that measure, trace,
+count or plan what a step keeps, dispatches, computes or allocates (hp.measuring_tools), and the watch over all
+of them (hp.watch_measuring). Every exercise that watches starts its watch from this list, so a route closed in one
+exercise is closed in all: a helper or tool added here is watched everywhere at once.
+
+A framework tool is watched only where it READS a plan or a trace, not where a step merely runs: a given cell in a
+watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
+here, Compiled.memory_analysis and Lowered.as_text are; torch's saved_tensors_hooks and TorchDispatchMode count
+only when the class itself or a class of one's own is used (torch.utils.checkpoint and FakeTensorMode enter
+subclasses of them to run a step, and those do not count).
+
+Importing this module imports neither torch nor jax: measuring_tools imports the framework it is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Callable, Iterable
+
+from .checks import watch_helpers
+
+# helpers that need no framework and plan what a step keeps, from formulas: out of reach in either framework
+_FORMULAS = ("bytes_per_param", "persistent_bytes", "linear_stack_activation_bytes", "gpt_activation_bytes",
+             "zero_bytes", "sharded_bytes", "communication_bytes", "smallest_fit", "choose_interventions")
+
+_HELPERS = {
+    "torch": ("measure_memory", "predict_memory", "saved_for_backward", "held_bytes", "bytes_by_kind", "copies_made",
+              "count_torch_ops", "op_dtypes", "op_seconds", "trace_step", "build_ledger", "fit_per_sequence",
+              "block_row", "plan_from_traces", "rank_memory", *_FORMULAS),
+    "jax": ("xla_memory_plan", "saved_residuals", "tree_bytes", "live_bytes_by", "device_memory", "eager_step_samples",
+            "count_ops", "dot_operand_dtypes", "hlo_schedule", "collective_bytes", "plan_step", "plan_per_sequence",
+            "plan_per_layer", *_FORMULAS),
+}
+
+
+def _own_use(base: type) -> Callable[..., bool]:
+    """Whether a call of one of base's methods is a use of base itself or of a class of one's own built on it, not
+    of a subclass the framework or the course defines to run a step (torch.utils.checkpoint's hooks, FakeTensorMode,
+    the course helpers' trackers, which are watched by their own names)."""
+    own_packages = {base.__module__.partition(".")[0], __name__.partition(".")[0]}
+
+    def counts(self: object, *args: object, **kwargs: object) -> bool:
+        cls = type(self)
+        return cls is base or cls.__module__.partition(".")[0] not in own_packages
+    counts.__qualname__ = f"own use of {base.__qualname__}"
+    return counts
+
+
+def _outside_call(*packages: str) -> Callable[..., bool]:
+    """Whether a call comes from outside `packages` and the course's helpers: a call of one's own, not one that
+    jax.grad makes of jax.vjp, or jit of a lowering's text, to run a step (the helpers that call such a tool to
+    measure are watched by their own names)."""
+    from . import checks
+    own_packages = {*packages, __name__.partition(".")[0]}
+
+    def counts(*args: object, **kwargs: object) -> bool:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename == checks.__file__:  # the watch's own stub and wrapper
+            frame = frame.f_back
+        caller = frame.f_globals.get("__name__", "") if frame is not None else ""
+        return caller.partition(".")[0] not in own_packages
+    counts.__qualname__ = f"a call from outside {', '.join(sorted(own_packages))}"
+    return counts
+
+
+def _torch_methods() -> list[tuple]:
+    import torch
+    import torch.profiler
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    helpers = sys.modules[__name__.rpartition(".")[0]]
+    hooks = torch.autograd.graph.saved_tensors_hooks
+    return [
+        (helpers.MemoryTracker, "__enter__"),
+        (importlib.import_module(f"{helpers.__name__}.ops_torch"), "_dispatched_ops"),  # count_torch_ops, op_dtypes
+        (hooks, "__init__", _own_use(hooks)), (hooks, "__enter__", _own_use(hooks)),   # what autograd saves
+        (TorchDispatchMode, "__enter__", _own_use(TorchDispatchMode)),                # a dispatch mode of one's own
+        (FlopCounterMode, "__enter__"),
+        (torch.profiler.profile, "__enter__"), (torch.profiler.profile, "start"),  # what `with` calls, and a start()
+    ]
+
+
+def _jax_methods() -> list[tuple]:
+    import jax
+    import jax.ad_checkpoint
+    from jax._src import ad_checkpoint
+    from jax._src.lib import xla_client
+
+    methods = [
+        (jax.stages.Compiled, "memory_analysis"), (jax.stages.Compiled, "cost_analysis"),
+        (jax.stages.Compiled, "as_text"), (jax.stages.Compiled, "runtime_executable"),
+        (xla_client.LoadedExecutable, "get_compiled_memory_stats"),  # where every route to a compiled plan ends
+        (jax.stages.Lowered, "as_text"), (jax.stages.Lowered, "compiler_ir"), (jax.stages.Lowered, "cost_analysis"),
+        (jax, "make_jaxpr"), (jax, "vjp"), (jax, "linearize"),
+        (jax.ad_checkpoint, "print_saved_residuals"), (ad_checkpoint, "saved_residuals"),
+        (ad_checkpoint, "_saved_residuals"),
+    ]
+    # jax.grad calls jax.vjp, and jit's own machinery may read what it lowered: only a call from outside jax counts
+    outside = _outside_call("jax", "jaxlib")
+    return [(owner, attr, outside) for owner, attr in methods]
+
+
+def _label(method: tuple) -> str:
+    owner, attr = method[0], method[1]
+    return f"{getattr(owner, '__qualname__', None) or owner.__name__}.{attr}"
+
+
+def measuring_tools(framework: str, *, extra: Iterable[str | tuple] = (),
+                    leave_out: Iterable[str] = ()) -> tuple[tuple[str, ...], list[tuple]]:
+    """The course helpers (names, as hp.<name>) and framework methods ((class or module, attribute) pairs, some
+    with a third item that says which calls count) that measure, trace, count or plan what a step keeps,
+    dispatches, computes or allocates in `framework` ("torch" or "jax"): what watch_helpers(*names,
+    methods=methods) watches in every exercise. `extra` adds a part's own (a helper's name, or a method pair);
+    `leave_out` drops what a given cell of the part needs, by the helper's name or the method's label
+    ("FlopCounterMode.__enter__"): a name that is in neither list is an error, not a silent no-op."""
+    if framework not in _HELPERS:
+        raise ValueError(f"framework is 'torch' or 'jax', not {framework!r}")
+    names = list(_HELPERS[framework])
+    methods = _torch_methods() if framework == "torch" else _jax_methods()
+    for item in extra:
+        if isinstance(item, str):
+            names.append(item)
+        else:
+            methods.append(tuple(item))
+    leave_out = set(leave_out)
+    unknown = leave_out - set(names) - {_label(m) for m in methods}
+    if unknown:
+        raise ValueError(f"leave_out names {sorted(unknown)}, which the {framework} list does not hold")
+    names = tuple(dict.fromkeys(n for n in names if n not in leave_out))
+    methods = [m for m in methods if _label(m) not in leave_out]
+    return names, methods
+
+
+def watch_measuring(framework: str, *extra: str | tuple, leave_out: Iterable[str] = (), record: Iterable[str] = (),
+                    keep: bool = True) -> None:
+    """watch_helpers over measuring_tools(framework, extra=extra, leave_out=leave_out): the given first line of a
+    part's cells. Called again with the same arguments, it goes on counting (see watch_helpers)."""
+    names, methods = measuring_tools(framework, extra=extra, leave_out=leave_out)
+    watch_helpers(*names, methods=methods, record=record, keep=keep)

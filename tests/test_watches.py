@@ -1,0 +1,161 @@
+"""hp.measuring_tools: one list per framework of what an exercise's watch covers.
+
+Each list names only public helpers and real framework attributes; every helper the package exports is either in a
+list or classified here as not measuring (a helper added later fails until it is classified); a watched call of a
+framework tool fails assert_helpers_unused, and what a given cell runs a step with (checkpoint, jax.grad, jit and
+compile) does not.
+"""
+
+import importlib
+
+import pytest
+
+import helpers as hp
+from helpers import checks, watches
+
+# Exported helpers that measure, trace, count or plan nothing of what a step keeps, dispatches, computes or allocates,
+# each with why. A new export goes here or into helpers/watches.py's lists.
+NOT_MEASURING = {
+    # the checks and the watch themselves
+    "ClaimFailed": "an exception", "WrongAnswer": "an exception", "answer_digest": "a check's digest",
+    "assert_helpers_unused": "the watch's check", "cannot_check": "a check", "check": "a check",
+    "check_answer": "a check", "watch_helpers": "the watch", "watched_calls": "the watch's record",
+    "without_helpers": "the check's wrapper", "measuring_tools": "this list", "watch_measuring": "the watch on it",
+    # the device, sizes and formats
+    "describe": "names the device", "profile": "names the size profile", "sized": "picks a size",
+    "torch_device": "picks a device", "FORMATS": "number formats' facts", "float_format": "a number format's facts",
+    "fmt_bytes": "formats a number", "fmt_ratio": "formats a number", "fmt_timed": "formats a number",
+    # models, steps and configs: what a step runs, not what it keeps
+    "GPTConfig": "a config", "GPTBlock": "a model", "MiniGPT": "a model", "make_step": "builds a step",
+    "Workload": "holds a step", "gpt_param_count": "counts parameters, which every exercise gives",
+    "transformer_param_count": "counts parameters, which every exercise gives", "synthetic_tokens": "makes data",
+    "minigpt_init": "a model", "minigpt_logits": "a model", "minigpt_loss": "a model",
+    "transformer_init": "a model", "transformer_logits": "a model", "transformer_loss": "a model",
+    "make_transformer_step": "builds a step", "shape_from_hf": "reads a config", "load_config": "reads a config",
+    "shapes_of": "the shapes of a tree, no bytes", "StepBytes": "a record the caller fills", "launch": "starts ranks",
+    # the memory tracker is watched through its __enter__ (measuring_tools' methods)
+    "MemoryTracker": "watched as MemoryTracker.__enter__",
+    # time: given cells time steps; an exercise whose answer is a time adds these as extras
+    "Benchmark": "times a step", "Timings": "a record of times", "time_together": "times steps",
+    "synchronize": "waits for the device",
+    # a search over a function the caller gives (exercise 2 adds it as an extra)
+    "first_below": "a search",
+    # figures
+    "Reference": "a figure's reference", "bars2": "a figure", "measured_on": "a figure's title",
+    "memory_timeline": "a figure", "plot": "a figure", "plot_ratios": "a figure", "stacked": "a figure",
+    "stacked_bars": "a figure",
+}
+
+
+def _exported() -> set[str]:
+    return {n for n in dir(hp) if not n.startswith("_") and n not in ("annotations",)
+            and not isinstance(getattr(hp, n), type(importlib))}
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_a_list_names_public_helpers_and_real_framework_attributes(framework):
+    names, methods = hp.measuring_tools(framework)
+    assert len(set(names)) == len(names), f"{framework}: a helper is listed twice"
+    for name in names:
+        assert not name.startswith("_") and name in dir(hp), f"{framework}: hp.{name} is not a public helper"
+        assert callable(getattr(hp, name)), f"{framework}: hp.{name} is not a function or a class"
+    labels = [watches._label(m) for m in methods]
+    assert len(set(labels)) == len(labels), f"{framework}: two methods share a label, which the watch keys by"
+    for method in methods:
+        owner, attr = method[0], method[1]
+        assert callable(getattr(owner, attr, None)), f"{framework}: {watches._label(method)} does not exist"
+        assert len(method) == 2 or callable(method[2]), f"{framework}: {watches._label(method)}'s filter is no function"
+
+
+def test_every_exported_helper_is_measuring_or_classified_as_not():
+    listed = set(hp.measuring_tools("torch")[0]) | set(hp.measuring_tools("jax")[0])
+    unclassified = sorted(_exported() - listed - set(NOT_MEASURING))
+    assert not unclassified, (f"helpers exports {unclassified}, in neither list of helpers/watches.py nor NOT_MEASURING "
+                              "here: a helper that measures, traces, counts or plans what a step keeps goes into the "
+                              "list of its framework (every watched exercise then watches it), any other into "
+                              "NOT_MEASURING with why")
+    stale = sorted((set(NOT_MEASURING) - _exported()) | (set(NOT_MEASURING) & listed))
+    assert not stale, f"NOT_MEASURING names {stale}, which helpers does not export or which a list holds"
+
+
+def test_extra_and_leave_out():
+    names, methods = hp.measuring_tools("torch", extra=["first_below"], leave_out=["FlopCounterMode.__enter__",
+                                                                                  "op_seconds"])
+    assert "first_below" in names and "op_seconds" not in names
+    assert "FlopCounterMode.__enter__" not in {watches._label(m) for m in methods}
+    with pytest.raises(ValueError, match="does not hold"):
+        hp.measuring_tools("torch", leave_out=["no_such_helper"])
+    with pytest.raises(ValueError):
+        hp.measuring_tools("numpy")
+
+
+def _fails_the_check(framework, run) -> bool:
+    hp.watch_measuring(framework)
+    try:
+        run()
+    finally:
+        try:
+            hp.assert_helpers_unused(part="test", hint="none")
+            caught = False
+        except hp.WrongAnswer:
+            caught = True
+            checks._forget_calls()
+            hp.assert_helpers_unused(part="test", hint="none")
+    return caught
+
+
+def test_a_torch_tool_fails_the_check_and_a_step_does_not():
+    torch = pytest.importorskip("torch")
+    import torch.utils.checkpoint as cp
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    x = torch.randn(4, 4, requires_grad=True)
+
+    def flops():
+        with FlopCounterMode(display=False):
+            (x @ x).sum().backward()
+
+    def hooks():
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            (x @ x).sum().backward()
+
+    class Mine(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def own_mode():
+        with Mine():
+            (x @ x).sum()
+
+    def steps():  # what given cells run: checkpoints (saved-tensor hooks and dispatch modes of torch's own), fakes
+        cp.checkpoint(lambda a: a.sin().sum(), x, use_reentrant=False).backward()
+        policy = lambda ctx, op, *args, **kwargs: cp.CheckpointPolicy.MUST_SAVE
+        cp.checkpoint(lambda a: a.sin().sum(), x, use_reentrant=False,
+                      context_fn=lambda: cp.create_selective_checkpoint_contexts(policy)).backward()
+        with FakeTensorMode():
+            torch.ones(2) + 1
+
+    assert _fails_the_check("torch", flops), "FlopCounterMode under a watch should fail the check"
+    assert _fails_the_check("torch", hooks), "saved_tensors_hooks under a watch should fail the check"
+    assert _fails_the_check("torch", own_mode), "a dispatch mode of one's own under a watch should fail the check"
+    assert not _fails_the_check("torch", steps), "checkpointing and fake tensors should not fail the check"
+    assert torch.utils._python_dispatch.TorchDispatchMode.__enter__.__code__.co_name == "__enter__"
+
+
+def test_a_jax_tool_fails_the_check_and_a_step_does_not():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    step = jax.jit(jax.grad(lambda x: jax.checkpoint(jnp.sin)(x).sum()))
+
+    def given():  # what given cells run: jit, grad (which calls jax.vjp), lower, compile
+        step(jnp.ones(3))
+        step.lower(jnp.ones(3)).compile()(jnp.ones(3))
+
+    compiled = step.lower(jnp.ones(3)).compile()
+    assert _fails_the_check("jax", lambda: jax.vjp(jnp.sin, jnp.ones(3))), "jax.vjp should fail the check"
+    assert _fails_the_check("jax", compiled.cost_analysis), "Compiled.cost_analysis should fail the check"
+    assert _fails_the_check("jax", lambda: jax.make_jaxpr(jnp.sin)(1.0)), "jax.make_jaxpr should fail the check"
+    assert not _fails_the_check("jax", given), "jit, grad, lower and compile should not fail the check"
+    assert jax.vjp.__name__ == "vjp" and "vjp" not in checks._WATCHED
