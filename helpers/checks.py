@@ -84,9 +84,59 @@ def _canonical(value: object) -> str:
                     f"them; got {type(value).__name__}: convert it first (e.g. int(x), x.item(), list(x))")
 
 
-def answer_digest(name: str, value: object) -> str:
-    """The salted hash of an answer that check_answer(name, ...) compares with (for writing a check)."""
+def _digest(name: str, value: object) -> str:
     return hashlib.sha256(f"memory-course|{name}|{_canonical(value)}".encode()).hexdigest()[:16]
+
+
+# A check is not a search: per answer name, the digests of the distinct values asked about in this kernel that
+# are not a digest a check expects (_EXPECTED), and the names refused until the kernel restarts (_REFUSED).
+# 6: more different answers than an honest student tries for one answer before working it out again (the
+# trials t19ex16 and t19ex19 tried at most 3), and few enough that a loop over a domain of more than 7 values
+# (a bit width, a step's index) is refused before it has covered it.
+_ANSWER_TRIES = 6
+_TRIED: dict[str, set[str]] = {}
+_EXPECTED: dict[str, set[str]] = {}
+_REFUSED: set[str] = set()
+
+
+def _salted(name: str) -> bool:
+    """A name salted afresh in each kernel (secrets.token_hex(8) first), as a check that keeps a measured figure's
+    digest in a closure makes: no source shows its digest, and the check may compare several values under it
+    (exercise 2's tolerance), so it is not counted."""
+    return len(name) >= 16 and name[16:17] in ("", " ") and all(c in "0123456789abcdef" for c in name[:16])
+
+
+def _tried(name: str, digest: str, author: bool = False) -> None:
+    """Count the value whose digest is `digest` against `name` (the first value asked about a new name by
+    answer_digest is the author's: free); raise WrongAnswer once past _ANSWER_TRIES."""
+    if _salted(name):
+        return
+    if author and name not in _TRIED and name not in _EXPECTED:
+        _EXPECTED[name] = {digest}
+    if name not in _REFUSED and digest not in _EXPECTED.get(name, ()):
+        _TRIED.setdefault(name, set()).add(digest)
+        if len(_TRIED[name]) > _ANSWER_TRIES:
+            _REFUSED.add(name)
+    if name in _REFUSED:
+        raise WrongAnswer(f"{name}: {len(_TRIED[name])} different answers were tried in this kernel: a check is "
+                          "not a search; restart the kernel, work the answer out, then run the check")
+
+
+def _forget_answers() -> None:
+    """What a kernel restart does to the answers check_answer and answer_digest counted: for the wrong answers'
+    test harness (tests/wrong_answers/plugin.py), as _forget_calls is. Never called by a notebook."""
+    _TRIED.clear()
+    _EXPECTED.clear()
+    _REFUSED.clear()
+
+
+def answer_digest(name: str, value: object) -> str:
+    """The salted hash of an answer that check_answer(name, ...) compares with (for writing a check: one
+    digest per name). Like check_answer, it refuses a name for which more than _ANSWER_TRIES different
+    values, none a check's expected one, were asked about in this kernel."""
+    digest = _digest(name, value)
+    _tried(name, digest, author=True)
+    return digest
 
 
 def check_answer(name: str, value: object, digest: str, hint: str = "", show_value: bool = True) -> None:
@@ -96,11 +146,15 @@ def check_answer(name: str, value: object, digest: str, hint: str = "", show_val
     without reading it. Round a float to the precision the question asks for before passing it.
     show_value=False for an answer from a few small values (a count from 1 to 6), which a student could
     find by trying them in turn: the message then repeats neither the value tried nor "not ... yet", and
-    the hint should say what to count."""
+    the hint should say what to count. Past _ANSWER_TRIES different wrong values for one name in a kernel it
+    refuses that name until the kernel restarts (a loop over the values is not the work)."""
     if not name or not digest:
         raise ValueError("check_answer needs the answer's name and its digest: "
                          "digest = hp.answer_digest(name, expected_value)")
-    if answer_digest(name, value) != digest:
+    _EXPECTED.setdefault(name, set()).add(digest)
+    yours = _digest(name, value)
+    _tried(name, yours)
+    if yours != digest:
         if not show_value:
             raise WrongAnswer(f"{name} is not what the question asks for" + (f". Hint: {hint}" if hint else ""))
         shown = _canonical(value)

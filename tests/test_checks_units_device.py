@@ -143,6 +143,90 @@ def test_check_answer_refuses_what_it_cannot_compare():
         hp.check_answer("p", 1, "")
 
 
+@pytest.fixture(autouse=True)
+def fresh_answers():
+    """What a kernel restart does to the answers check_answer and answer_digest counted (before and after)."""
+    from helpers import checks
+    checks._forget_answers()
+    yield checks
+    checks._forget_answers()
+
+
+_REFUSAL = r"^part 3: k_top: 7 different answers were tried in this kernel: a check is not a search; restart the kernel"
+
+
+def _search_by_check(name, digest, values):
+    for value in values:
+        try:
+            hp.check_answer(name, value, digest, hint="round down")
+            return value
+        except hp.WrongAnswer as err:
+            last = err
+    raise last
+
+
+def test_a_loop_over_answer_digest_is_refused_before_it_finds_the_answer():
+    digest = hp.answer_digest("part 3: k_top", 22)   # the author's digest, computed once: free
+    with pytest.raises(hp.WrongAnswer, match=_REFUSAL):
+        next(k for k in range(-64, 1) if hp.answer_digest("part 3: k_top", k) == digest)
+
+
+def test_a_loop_over_answer_digest_in_a_fresh_kernel_is_refused_too():
+    with pytest.raises(hp.WrongAnswer, match=_REFUSAL):
+        next(k for k in range(-64, 1) if hp.answer_digest("part 3: k_top", k) == "1558fe5ab61afbbb")
+
+
+def test_a_loop_over_check_answer_is_refused_and_never_passes():
+    digest = hp.answer_digest("part 3: k_top", 22)
+    with pytest.raises(hp.WrongAnswer, match=_REFUSAL):
+        _search_by_check("part 3: k_top", digest, range(-42, 23))   # 65 values, the answer last
+
+
+def test_the_refusal_sticks_for_the_right_value_and_answer_digest_until_the_reset(fresh_answers, capsys):
+    digest = hp.answer_digest("part 3: k_top", 22)
+    with pytest.raises(hp.WrongAnswer):
+        _search_by_check("part 3: k_top", digest, range(7))
+    with pytest.raises(hp.WrongAnswer, match=_REFUSAL):
+        hp.check_answer("part 3: k_top", 22, digest)
+    with pytest.raises(hp.WrongAnswer, match=_REFUSAL):
+        hp.answer_digest("part 3: k_top", 22)
+    fresh_answers._forget_answers()   # a kernel restart
+    hp.check_answer("part 3: k_top", 22, digest)
+    assert capsys.readouterr().out == "check passed: part 3: k_top\n"
+
+
+def test_a_student_who_tries_a_few_wrong_values_and_repeats_them_passes(capsys):
+    digest = hp.answer_digest("part 3: k_top", 22)
+    for value in (23, 21, 17, 23, 23.0, 21, 17, 23):   # 3 different wrong values, each tried again
+        with pytest.raises(hp.WrongAnswer, match="is not the expected answer yet"):
+            hp.check_answer("part 3: k_top", value, digest, hint="round down")
+    hp.check_answer("part 3: k_top", 22, digest)
+    hp.check_answer("part 3: k_top", 22, digest)   # the right value again, as a check run twice
+    assert capsys.readouterr().out == "check passed: part 3: k_top\n" * 2
+
+
+def test_the_count_is_per_name_and_the_right_value_never_counts(capsys):
+    top, first = hp.answer_digest("part 3: k_top", 22), hp.answer_digest("part 3: first_update", 2)
+    for value in range(6):   # six different wrong values: the limit, not past it
+        with pytest.raises(hp.WrongAnswer, match="is not the expected answer yet"):
+            hp.check_answer("part 3: k_top", value, top)
+        hp.check_answer("part 3: k_top", 22, top)
+    with pytest.raises(hp.WrongAnswer, match=_REFUSAL):
+        hp.check_answer("part 3: k_top", 6, top)
+    hp.check_answer("part 3: first_update", 2, first)   # another name: not refused
+    with pytest.raises(hp.WrongAnswer, match="is not the expected answer yet"):
+        hp.check_answer("part 3: first_update", 3, first)
+
+
+def test_a_name_salted_in_the_kernel_is_not_counted():
+    import secrets
+
+    salt = secrets.token_hex(8)   # a check's closure: its digest is in no source, and it may compare many values
+    digest = hp.answer_digest(salt, 300)
+    assert [b for b in range(290, 311) if hp.answer_digest(salt, b) == digest] == [300]
+    assert hp.answer_digest(f"{salt} peak", 1) != hp.answer_digest(f"{salt} peak", 2)
+
+
 def test_formatters():
     assert hp.fmt_bytes(402_849_792) == "402.8 MB"
     assert hp.fmt_bytes(27_935_700_000) == "27.94 GB"

@@ -19,7 +19,8 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
   with a message that names the part, gives a hint and shows none of the part's [secrets]; then the
   solution's cells run again, so that nbval goes on from the solution's state (a call of a helper that
   hp.watch_helpers watches counts until a kernel restarts: the counts are set back to 0 first, as a
-  restart would). An entry with
+  restart would; so are the different values check_answer and answer_digest counted per answer name, past a
+  few of which they refuse the name, since the harness tries many wrong answers in one kernel). An entry with
   `scratch` (code) runs that code right after its solution cell, as a student's scratch cell would (a helper
   called there, say, that the part's watch counts). An entry with
   `visible = true` must fail the released exercise's checks: its cells run with their hidden tests left
@@ -57,10 +58,12 @@ _JAX_CACHE = ("import os as __os\n__os.environ.update(JAX_COMPILATION_CACHE_DIR=
               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS='0', JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES='0')")
 # run after each wrong answer, before the solution's cells run again: what a student's kernel restart does to
 # hp.watch_helpers' counts (a call of a watched helper counts until the check passes or the kernel restarts, and
-# a wrong answer may have made one); the watch goes on. Nothing where the notebook never imported helpers.
+# a wrong answer may have made one), and to the different answers check_answer and answer_digest counted; the watch
+# goes on. Nothing where the notebook never imported helpers.
 _RESTART_WATCH = ("import sys as __wa_sys\n"
                   "if 'helpers.checks' in __wa_sys.modules:\n"
-                  "    __wa_sys.modules['helpers.checks']._forget_calls()")
+                  "    __wa_sys.modules['helpers.checks']._forget_calls()\n"
+                  "    __wa_sys.modules['helpers.checks']._forget_answers()")
 # and what a restart does to the programs the kernel started (a wrong answer's worker, beside which
 # hp.without_helpers refuses to run a check): they end. In a kernel only (tests/test_wrong_answers.py runs the
 # code in pytest's own process, whose programs are its own).
