@@ -3,6 +3,7 @@ given) and returns the axes; the notebook cell ends with plt.show(), so no objec
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -51,17 +52,30 @@ def _ticks_at(ax: plt.Axes, xticks: Sequence[float]) -> None:
 
 def plot_ratios(x: Sequence[float], timings: Timings, names: Sequence[str], base: str, xlabel: str, *,
                 logx: bool = True, figsize: tuple[float, float] = (5.0, 3.0),
-                ax: plt.Axes | None = None) -> plt.Axes:
+                ax: plt.Axes | None = None, quartiles: bool = False) -> plt.Axes:
     """Each name's time over base's against x: a marker at the ratio Timings.compare prints, a bar
-    over the range of the per-round ratios, a line at 1 (no change), and a y axis from 0."""
+    over the range of the per-round ratios, a line at 1 (no change), and a y axis from 0. With
+    `quartiles`, the statistic of a quartile verdict instead: a marker at the median of the
+    per-round ratios, a thick bar over their middle half (first to third quartile, as
+    statistics.quantiles(n=4) gives them) and a thin one over their range."""
     if len(x) != len(names):
         raise ValueError(f"{len(x)} x values for {len(names)} names; give one x per timed name")
     if ax is None:
         _, ax = plt.subplots(figsize=figsize)
-    mid = [timings.ratio(n, base) for n in names]
     lo, hi = zip(*(timings.spread(n, base) for n in names))
-    ax.errorbar(list(x), mid, yerr=[[m - a for m, a in zip(mid, lo)], [b - m for m, b in zip(mid, hi)]],
-                fmt="o", capsize=4, label="median; bar: range over the rounds")
+    if quartiles:
+        per_round = [[a / b for a, b in zip(timings.rounds[n], timings.rounds[base])] for n in names]
+        mid = [statistics.median(r) for r in per_round]
+        q1, q3 = zip(*((q[0], q[2]) for q in (statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+                                               for r in per_round)))
+        ax.errorbar(list(x), mid, yerr=[[m - a for m, a in zip(mid, lo)], [b - m for m, b in zip(mid, hi)]],
+                    fmt="o", capsize=4, elinewidth=1, label="per-round ratios: median, range")
+        ax.vlines(list(x), q1, q3, lw=6, color="C0", alpha=0.45, zorder=1.5,
+                  label="middle half (quartiles 1 to 3)")
+    else:
+        mid = [timings.ratio(n, base) for n in names]
+        ax.errorbar(list(x), mid, yerr=[[m - a for m, a in zip(mid, lo)], [b - m for m, b in zip(mid, hi)]],
+                    fmt="o", capsize=4, label="median; bar: range over the rounds")
     ax.axhline(1.0, color="k", lw=0.8, ls=":", label="no change")
     ax.set_ylim(0, 1.45 * max(max(hi), 1.0))   # room above the highest bar for the legend
     if logx:
@@ -69,7 +83,7 @@ def plot_ratios(x: Sequence[float], timings: Timings, names: Sequence[str], base
     _ticks_at(ax, x)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(f"time / time of {base}")
-    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.legend(fontsize=8, loc="upper left", ncol=1 if quartiles else 2)
     ax.grid(True, axis="y", alpha=0.3)
     return ax
 

@@ -194,6 +194,22 @@ def test_plot_ratios_draws_the_printed_ratio_with_the_rounds_range_from_zero():
     plt.close("all")
 
 
+def test_plot_ratios_with_quartiles_draws_the_median_of_the_per_round_ratios_and_their_middle_half():
+    import statistics
+
+    t = hp.Timings({"k = 1": [1.0, 1.0, 1.0, 1.0, 1.0], "k = 2": [0.5, 0.9, 1.0, 1.1, 2.0]})
+    ax = hp.plot_ratios([1, 2], t, ["k = 1", "k = 2"], "k = 1", "k", quartiles=True)
+    assert list(ax.lines[0].get_ydata()) == [1.0, 1.0]     # median of the ratios, not ratio of medians
+    thin, thick = ax.collections
+    assert [tuple(seg[:, 1]) for seg in thin.get_segments()] == [(1.0, 1.0), (0.5, 2.0)]   # the range
+    q1, _, q3 = statistics.quantiles([0.5, 0.9, 1.0, 1.1, 2.0], n=4)
+    assert [tuple(seg[:, 1]) for seg in thick.get_segments()] == [(1.0, 1.0), (q1, q3)]    # the middle half
+    ax2 = hp.plot_ratios([1], hp.Timings({"a": [1.0, 3.0, 1.0], "b": [0.5, 3.75, 3.0]}), ["b"], "a", "k",
+                         quartiles=True)
+    assert list(ax2.lines[0].get_ydata()) == [1.25]           # ratios 0.5, 1.25, 3; the medians' ratio is 3
+    plt.close("all")
+
+
 def test_plot_ratios_refuses_mismatched_x():
     import pytest
 
