@@ -24,7 +24,7 @@ import sys
 from .anatomy import (bytes_per_param, gpt_activation_bytes, linear_stack_activation_bytes,
                       persistent_bytes)
 from .checks import (ClaimFailed, WrongAnswer, answer_digest, assert_helpers_unused, cannot_check, check,
-                     check_answer, watch_helpers, watched_calls, without_helpers)
+                     check_answer, count_try, watch_helpers, watched_calls, without_helpers)
 from .device import describe, profile, sized, torch_device
 from .formats import FORMATS, float_format
 from .gpt import GPTConfig, gpt_param_count, synthetic_tokens

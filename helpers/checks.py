@@ -140,6 +140,33 @@ def answer_digest(name: str, value: object) -> str:
     return digest
 
 
+def _rounded(value: object, tolerance: float) -> object:
+    """value with each number in it (in lists, tuples, sets, dict values) as a count of `tolerance`s, rounded."""
+    if getattr(value, "shape", None) == () and hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return round(value / tolerance)
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v, tolerance) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return {_rounded(v, tolerance) for v in value}
+    if isinstance(value, dict):
+        return {k: _rounded(v, tolerance) for k, v in value.items()}
+    return value
+
+
+def count_try(name: str, value: object, tolerance: float | None = None, *, passed: bool = False) -> None:
+    """Count a missed answer of a check that compares with a tolerance (not a digest) as check_answer counts its
+    wrong values: past _ANSWER_TRIES different missed values for `name` in a kernel it raises WrongAnswer and
+    refuses `name` until the kernel restarts, passed or not. A passed value (passed=True) is never counted.
+    With `tolerance`, values are told apart by each number's count of tolerances, rounded: a value nudged by
+    less than the tolerance is the same try, as it is the same answer to the check; without it, by their
+    canonical form (as check_answer's values)."""
+    if passed and name not in _REFUSED:
+        return
+    _tried(name, _digest(name, value if tolerance is None else _rounded(value, tolerance)))
+
+
 def check_answer(name: str, value: object, digest: str, hint: str = "", show_value: bool = True) -> None:
     """Raise WrongAnswer(name, hint) unless answer_digest(name, value) is digest, else print one line.
 

@@ -1,5 +1,6 @@
 import functools
 import inspect
+import re
 import subprocess
 import sys
 import types
@@ -216,6 +217,60 @@ def test_the_count_is_per_name_and_the_right_value_never_counts(capsys):
     hp.check_answer("part 3: first_update", 2, first)   # another name: not refused
     with pytest.raises(hp.WrongAnswer, match="is not the expected answer yet"):
         hp.check_answer("part 3: first_update", 3, first)
+
+
+def _tolerance_check(name, extra, measured={"fp32": 783_684, "bf16+accum4": 0}, tolerance=68_198):
+    """A check that compares with a tolerance, as exercise 17's part 2 does (its CPU figures): it names the variants
+    that missed, and counts the whole answer as one try when one does."""
+    missed = [k for k in measured if not abs(extra[k] - measured[k]) <= tolerance]
+    hp.count_try(name, extra, tolerance, passed=not missed)
+    if missed:
+        raise AssertionError(f"{name} ({', '.join(missed)}): not within the tolerance; hint: work it out")
+
+
+_PART2 = r"^part 2: extra_if_kept: too many different answers were tried in this kernel: a check is not a search"
+
+
+def test_a_grid_of_guesses_against_a_tolerance_check_is_refused_before_it_passes():
+    step, found, last = 136_397, {}, None   # 0.1 x 4P, twice the tolerance: 11 guesses cover 0 .. 4P
+    for k in range(11):
+        try:
+            _tolerance_check("part 2: extra_if_kept", {"fp32": k * step, "bf16+accum4": k * step})
+        except AssertionError as err:   # a student keeps, per variant, the guess its message did not name
+            last = err
+            named = re.match(r"part 2: extra_if_kept \((.*)\)", str(err))
+            found.update({v: k * step for v in ("fp32", "bf16+accum4") if named and v not in named.group(1)})
+    assert isinstance(last, hp.WrongAnswer) and re.match(_PART2, str(last))
+    assert found == {"bf16+accum4": 0}   # fp32's guess (the 7th) came after the refusal
+    with pytest.raises(hp.WrongAnswer, match=_PART2):   # and the refusal holds for the right answer
+        _tolerance_check("part 2: extra_if_kept", {"fp32": 783_684, "bf16+accum4": 0})
+
+
+def test_a_few_misses_at_a_tolerance_then_the_right_value_pass_and_nudges_are_one_try():
+    wrong = [1_363_968, 686_952, 907_984, 686_953, 686_952.4, 1_363_968]   # 3 different answers, nudged or again
+    wrong += [2_000_000, 2_500_000, 3_000_000]   # a 4th, 5th and 6th: the limit, not past it
+    for value in wrong:
+        with pytest.raises(AssertionError, match="not within the tolerance"):
+            _tolerance_check("part 2: extra_if_kept", {"fp32": value, "bf16+accum4": 0})
+    _tolerance_check("part 2: extra_if_kept", {"fp32": 752_488, "bf16+accum4": 0})   # passed: never counted
+    _tolerance_check("part 2: extra_if_kept", {"fp32": 790_000, "bf16+accum4": 0.0})
+
+
+def test_count_try_refuses_until_the_reset_and_tells_values_apart_by_the_tolerance(fresh_answers):
+    for k in range(7):
+        hp.count_try("part 2: x", k * 10, 1) if k < 6 else None
+    with pytest.raises(hp.WrongAnswer, match="^part 2: x: too many different answers"):
+        hp.count_try("part 2: x", 70, 1)
+    with pytest.raises(hp.WrongAnswer, match="^part 2: x: too many different answers"):
+        hp.count_try("part 2: x", 3, 1, passed=True)
+    fresh_answers._forget_answers()   # a kernel restart
+    hp.count_try("part 2: x", 3, 1, passed=True)
+    for value in (1.0, 1.2, 0.9, 1):   # one try: the same count of tolerances
+        hp.count_try("part 2: y", {"fp32": value, "bf16": 2}, 0.5)
+    for value in range(10, 16):   # without a tolerance: by the canonical form, 10 and 10.0 alike
+        hp.count_try("part 2: z", float(value) if value % 2 else value)
+    from helpers import checks
+    assert len(checks._TRIED["part 2: y"]) == 1 and len(checks._TRIED["part 2: z"]) == 6
 
 
 def test_a_name_salted_in_the_kernel_is_not_counted():

@@ -18,7 +18,8 @@ from helpers import checks, watches
 NOT_MEASURING = {
     # the checks and the watch themselves
     "ClaimFailed": "an exception", "WrongAnswer": "an exception", "answer_digest": "a check's digest",
-    "assert_helpers_unused": "the watch's check", "cannot_check": "a check", "check": "a check",
+    "count_try": "a check's count of tries", "assert_helpers_unused": "the watch's check", "cannot_check": "a check",
+    "check": "a check",
     "check_answer": "a check", "watch_helpers": "the watch", "watched_calls": "the watch's record",
     "without_helpers": "the check's wrapper", "measuring_tools": "this list", "watch_measuring": "the watch on it",
     # the device, sizes and formats
