@@ -8,6 +8,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 .PHONY: lab test unit slow-test nbval matrix outputs exercises clean
 
+# Python writes the bytecode of what it imports (into .venv and the ignored __pycache__ folders) even where
+# the environment says not to: with PYTHONDONTWRITEBYTECODE set (this course's CI machines set it) every
+# notebook kernel compiles torch, its compiler front end and jax from source again (a PyTorch kernel's
+# imports took 8 to 10 CPU seconds so, 3 to 4 with the bytecode written).
+unexport PYTHONDONTWRITEBYTECODE
+
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	  echo "make: this course needs Python 3.11 or newer as '$(PYTHON)'; install it, or run: make $(MAKECMDGOALS) PYTHON=/path/to/python3.11" >&2; exit 1; }
