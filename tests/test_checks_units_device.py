@@ -219,6 +219,27 @@ def test_the_count_is_per_name_and_the_right_value_never_counts(capsys):
         hp.check_answer("part 3: first_update", 3, first)
 
 
+def test_a_check_that_compares_the_digest_itself_counts_only_the_values_other_than_its_expected_one(fresh_answers):
+    expected = fresh_answers._digest("part 2: w", 4_194_304)   # the literal the check cell holds
+
+    def check(value):   # a check that words its own message, with hints for known wrong answers (exercise 1's w)
+        return hp.answer_digest("part 2: w", value, expected=expected) == expected
+
+    for value in (1_048_576, 2_097_152, 25_165_824, 6_291_456, 3, 4):   # six different wrong values, the first too
+        assert not check(value)
+        assert check(4_194_304) and check(4_194_304.0)   # the right value, between the tries, never counts
+    with pytest.raises(hp.WrongAnswer, match=r"^part 2: w: too many different answers"):
+        check(5)
+    assert fresh_answers._EXPECTED["part 2: w"] == {expected}
+
+
+def test_without_expected_the_first_value_is_taken_for_the_authors_and_the_right_one_counts(fresh_answers):
+    expected = fresh_answers._digest("part 2: w", 4_194_304)
+    assert hp.answer_digest("part 2: w", 1_048_576) != expected   # a student's wrong value, first: free
+    assert hp.answer_digest("part 2: w", 4_194_304) == expected   # the right one: counted
+    assert fresh_answers._TRIED["part 2: w"] == {expected}
+
+
 def _tolerance_check(name, extra, measured={"fp32": 783_684, "bf16+accum4": 0}, tolerance=68_198):
     """A check that compares with a tolerance, as exercise 17's part 2 does (its CPU figures): it names the variants
     that missed, and counts the whole answer as one try when one does."""
