@@ -81,7 +81,7 @@ def test_a_rank_that_dies_silently_is_named_with_its_exit_code():
 def test_a_hanging_launch_times_out_and_stops_every_rank():
     before = _children()
     with pytest.raises(D.RankFailed, match=r"did not finish within"):
-        hp.launch(W.fail_on, 2, 1, "hang", timeout=8)   # any limit: the rank never finishes
+        hp.launch(W.fail_on, 2, 1, "hang", timeout=3)   # any limit: the rank never finishes
     time.sleep(0.5)
     assert not (_children() - before)
 
@@ -109,7 +109,7 @@ def test_an_interrupt_stops_every_rank():
                  and _parent(int(d.name)) == proc.pid and b"multiprocessing" in _cmdline(int(d.name))
                  and b"resource_tracker" not in _cmdline(int(d.name))]
     assert len(ranks) == 2, "the two ranks did not start"
-    time.sleep(5)
+    time.sleep(2)   # the launch is waiting on them (they exist only once it started them)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=180)  # generous: on a loaded 2-core machine the ranks and torch take long to go
     assert "KeyboardInterrupt" in err
