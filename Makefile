@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: lab test unit slow-test nbval matrix outputs exercises clean
 
 # Python writes the bytecode of what it imports (into .venv and the ignored __pycache__ folders) even where
-# the environment says not to: with PYTHONDONTWRITEBYTECODE set (this course's CI machines set it) every
+# the environment says not to: with PYTHONDONTWRITEBYTECODE set (this machine and CI, of the same kind, set it) every
 # notebook kernel compiles torch, its compiler front end and jax from source again (a PyTorch kernel's
 # imports took 8 to 10 CPU seconds so, 3 to 4 with the bytecode written).
 unexport PYTHONDONTWRITEBYTECODE
