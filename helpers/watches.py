@@ -107,18 +107,20 @@ def _label(method: tuple) -> str:
     return f"{getattr(owner, '__qualname__', None) or owner.__name__}.{attr}"
 
 
-def measuring_tools(framework: str, *, extra: Iterable[str | tuple] = (),
+def measuring_tools(framework: str | tuple[str, ...], *, extra: Iterable[str | tuple] = (),
                     leave_out: Iterable[str] = ()) -> tuple[tuple[str, ...], list[tuple]]:
     """The course helpers (names, as hp.<name>) and framework methods ((class or module, attribute) pairs, some
     with a third item that says which calls count) that measure, trace, count or plan what a step keeps,
-    dispatches, computes or allocates in `framework` ("torch" or "jax"): what watch_helpers(*names,
-    methods=methods) watches in every exercise. `extra` adds a part's own (a helper's name, or a method pair);
-    `leave_out` drops what a given cell of the part needs, by the helper's name or the method's label
+    dispatches, computes or allocates in `framework` ("torch" or "jax", or both, ("torch", "jax"), for a notebook
+    of neither framework whose answer either could measure): what watch_helpers(*names, methods=methods) watches
+    in every exercise. It imports the frameworks named. `extra` adds a part's own (a helper's name, or a method
+    pair); `leave_out` drops what a given cell of the part needs, by the helper's name or the method's label
     ("FlopCounterMode.__enter__"): a name that is in neither list is an error, not a silent no-op."""
-    if framework not in _HELPERS:
-        raise ValueError(f"framework is 'torch' or 'jax', not {framework!r}")
-    names = list(_HELPERS[framework])
-    methods = _torch_methods() if framework == "torch" else _jax_methods()
+    frameworks = (framework,) if isinstance(framework, str) else tuple(framework)
+    if not frameworks or any(f not in _HELPERS for f in frameworks):
+        raise ValueError(f"framework is 'torch', 'jax' or a tuple of them, not {framework!r}")
+    names = [name for f in frameworks for name in _HELPERS[f]]
+    methods = [m for f in dict.fromkeys(frameworks) for m in (_torch_methods() if f == "torch" else _jax_methods())]
     for item in extra:
         if isinstance(item, str):
             names.append(item)
@@ -133,7 +135,7 @@ def measuring_tools(framework: str, *, extra: Iterable[str | tuple] = (),
     return names, methods
 
 
-def watch_measuring(framework: str, *extra: str | tuple, leave_out: Iterable[str] = (), record: Iterable[str] = (),
+def watch_measuring(framework: str | tuple[str, ...], *extra: str | tuple, leave_out: Iterable[str] = (), record: Iterable[str] = (),
                     keep: bool = True) -> None:
     """watch_helpers over measuring_tools(framework, extra=extra, leave_out=leave_out): the given first line of a
     part's cells. Called again with the same arguments, it goes on counting (see watch_helpers)."""

@@ -88,6 +88,18 @@ def test_extra_and_leave_out():
         hp.measuring_tools("torch", leave_out=["no_such_helper"])
     with pytest.raises(ValueError):
         hp.measuring_tools("numpy")
+    with pytest.raises(ValueError):
+        hp.measuring_tools(("torch", "numpy"))
+
+
+def test_both_lists_at_once():
+    """("torch", "jax"): the watch of a notebook of neither framework (exercise 3), both lists, each name once."""
+    torch_names, torch_methods = hp.measuring_tools("torch")
+    jax_names, jax_methods = hp.measuring_tools("jax")
+    names, methods = hp.measuring_tools(("torch", "jax"))
+    assert set(names) == set(torch_names) | set(jax_names) and len(set(names)) == len(names)
+    labels = [watches._label(m) for m in methods]
+    assert labels == [watches._label(m) for m in torch_methods + jax_methods] and len(set(labels)) == len(labels)
 
 
 def _fails_the_check(framework, run) -> bool:
@@ -140,6 +152,7 @@ def test_a_torch_tool_fails_the_check_and_a_step_does_not():
 
     assert _fails_the_check("torch", flops), "FlopCounterMode under a watch should fail the check"
     assert _fails_the_check("torch", hooks), "saved_tensors_hooks under a watch should fail the check"
+    assert _fails_the_check(("torch", "jax"), hooks), "saved_tensors_hooks under a watch of both lists should fail"
     assert _fails_the_check("torch", own_mode), "a dispatch mode of one's own under a watch should fail the check"
     assert not _fails_the_check("torch", steps), "checkpointing and fake tensors should not fail the check"
     assert torch.utils._python_dispatch.TorchDispatchMode.__enter__.__code__.co_name == "__enter__"
@@ -159,4 +172,6 @@ def test_a_jax_tool_fails_the_check_and_a_step_does_not():
     assert _fails_the_check("jax", compiled.cost_analysis), "Compiled.cost_analysis should fail the check"
     assert _fails_the_check("jax", lambda: jax.make_jaxpr(jnp.sin)(1.0)), "jax.make_jaxpr should fail the check"
     assert not _fails_the_check("jax", given), "jit, grad, lower and compile should not fail the check"
+    assert _fails_the_check(("torch", "jax"), lambda: jax.ad_checkpoint.print_saved_residuals(jnp.sin, 1.0)), (
+        "print_saved_residuals under a watch of both lists should fail the check")
     assert jax.vjp.__name__ == "vjp" and "vjp" not in checks._WATCHED
