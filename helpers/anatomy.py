@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._validate import positive
+from .checks import _note_call
 
 # Bytes kept per parameter by each optimizer, in fp32 (Adam: first and second moment).
 _OPTIMIZER_STATE_BYTES = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8}
@@ -34,6 +35,7 @@ class ParamBytes:
 def bytes_per_param(optimizer: str = "adam", precision: str = "fp32") -> ParamBytes:
     """Persistent bytes per parameter: 16 for Adam in fp32; mixed precision adds 2 for the 16-bit copy
     of the weights that the passes read (its 16-bit gradients are cast to fp32 as they arrive), so 18."""
+    _note_call("bytes_per_param")  # a call before any watch counts in the first
     if optimizer not in _OPTIMIZER_STATE_BYTES:
         raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(_OPTIMIZER_STATE_BYTES)}")
     if precision not in _PRECISIONS:
@@ -44,6 +46,7 @@ def bytes_per_param(optimizer: str = "adam", precision: str = "fp32") -> ParamBy
 
 def persistent_bytes(n_params: int, optimizer: str = "adam", precision: str = "fp32") -> int:
     """Bytes of parameters, gradients and optimizer state for n_params parameters."""
+    _note_call("persistent_bytes")  # a call before any watch counts in the first
     positive("n_params", n_params, "pass the model's parameter count")
     return int(n_params) * bytes_per_param(optimizer, precision).total
 
@@ -53,6 +56,7 @@ def linear_stack_activation_bytes(batch: int, widths: list[int], dtype_bytes: in
 
     widths are the layer input widths in order (a nonlinearity between layers adds its
     output, the next layer's input, which is already counted)."""
+    _note_call("linear_stack_activation_bytes")  # a call before any watch counts in the first
     positive("batch", batch, "pass the number of examples per step")
     positive("dtype_bytes", dtype_bytes, "use 4 for fp32, 2 for bf16/fp16")
     if not widths:
@@ -78,6 +82,7 @@ def gpt_activation_bytes(*, d: int, n_layers: int, n_heads: int, seq: int, vocab
                          value_bytes: int = 4, fused_attention: bool = True) -> GPTActivations:
     """Per-sequence activation bytes: 16d values per token and block (+ n_h T with a
     materialized attention), each of value_bytes; the logits are V fp32 values per token."""
+    _note_call("gpt_activation_bytes")  # a call before any watch counts in the first
     for name, v in (("d", d), ("n_layers", n_layers), ("n_heads", n_heads), ("seq", seq),
                     ("vocab", vocab), ("value_bytes", value_bytes)):
         positive(name, v, "pass the model configuration's value")

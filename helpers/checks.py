@@ -286,17 +286,18 @@ _REFUSED_CODE = compile(f"def refused(*args, **kwargs):\n"
 # is out of reach of the patches above. Python's audit events see each route that starts one (a reference to
 # os.system kept from before included); multiprocessing's spawn and forkserver methods start theirs with no event,
 # so Process.start itself is refused. The hook cannot be removed: it is added on the first check, and refuses only
-# while _NO_PROGRAMS holds the (part, hint) of a check in progress (the innermost last).
+# while _NO_PROGRAMS holds the (part, hint, refusals fired) of a check in progress (the innermost last).
 _PROGRAM_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
                    "os.startfile")
-_NO_PROGRAMS: list[tuple[str, str]] = []
+_NO_PROGRAMS: list[tuple[str, str, list]] = []
 _HOOKED: list[bool] = []
 
 
 def _program_refused(how: str) -> WrongAnswer:
-    part, hint = _NO_PROGRAMS[-1]
-    return WrongAnswer(f"{part}: your code starts another program ({how}) while the check runs it: the function must "
-                       f"compute its answer itself, not start a program to compute it. Hint: {hint}")
+    part, hint, fired = _NO_PROGRAMS[-1]
+    fired.append(WrongAnswer(f"{part}: your code starts another program ({how}) while the check runs it: the function "
+                             f"must compute its answer itself, not start a program to compute it. Hint: {hint}"))
+    return fired[-1]
 
 
 def _refuse_programs(event: str, args: tuple) -> None:  # the audit hook
@@ -352,17 +353,22 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
     (at the top level or inside fn) fails the same way as the class itself.
     While fn runs, starting a program (subprocess, os.system, os.fork, os.exec*, multiprocessing's Process.start)
     raises WrongAnswer too, and so does a run while a program started before it still runs beside the kernel: the
-    function must compute its answer, not ask a helper in another interpreter."""
+    function must compute its answer, not ask a helper in another interpreter.
+    A refusal that fired fails the check even where the function caught it and went on (try: hp.name(...) except:
+    a fallback). The helpers are looked up again at each run, so a wrapper made while hp.watch_helpers watched them
+    still refuses them once the watch has ended (and the other way round)."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
-    blocked = {id(getattr(helpers, name)): name for name in names}  # AttributeError names a wrong name
-    # a blocked class: a class of one's own built on it, or one of its instances, is refused as well
-    classes = {getattr(helpers, name): name for name in names if isinstance(getattr(helpers, name), type)}
+    for name in names:
+        getattr(helpers, name)  # AttributeError names a wrong name
+    found = _blocked(helpers, names)  # as the wrapper is made: a watch's wrapper, kept alive here, stays refused
+    fired: list[WrongAnswer] = []  # the refusals raised while fn runs, caught by it or not
 
     def refuse(name: str) -> Callable:
         def refused(*args: object, **kwargs: object) -> None:
-            raise WrongAnswer(f"{part}: your code calls hp.{name}, the course's helper that answers this part. "
-                              f"Hint: {hint}")
-        blocked_class = next((cls for cls, n in classes.items() if n == name), None)
+            fired.append(WrongAnswer(f"{part}: your code calls hp.{name}, the course's helper that answers this part. "
+                                     f"Hint: {hint}"))
+            raise fired[-1]
+        blocked_class = next((cls for cls, n in found[1].items() if n == name), None)
         if blocked_class is None:
             return refused
         # in a blocked class's place (same metaclass): making one, or a class built on it, fails the same way
@@ -374,12 +380,15 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
 
     def refuse_init(name: str) -> Callable:  # a blocked class's __init__ while fn runs: reached by its subclasses
         def refused(self: object, *args: object, **kwargs: object) -> None:
-            raise WrongAnswer(f"{part}: your code makes a {type(self).__name__}, built on hp.{name}, the course's "
-                              f"helper that answers this part. Hint: {hint}")
+            fired.append(WrongAnswer(f"{part}: your code makes a {type(self).__name__}, built on hp.{name}, the "
+                                     f"course's helper that answers this part. Hint: {hint}"))
+            raise fired[-1]
         return refused
 
     @functools.wraps(fn)
     def run(*args: object, **kwargs: object) -> object:
+        now = _blocked(helpers, names)  # and as they are now: a watch started or ended since
+        blocked, classes = {**found[0], **now[0]}, {**found[1], **now[1]}
         held = _holds(fn, blocked, set(), classes=classes)  # a helper kept where no namespace patch reaches it
         if held:
             raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure, a container, "
@@ -411,8 +420,9 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         # a blocked function's own code: what a reference kept past every namespace (a class attribute, a ufunc) calls
         # (a plain function, not a closure's: its code needs its cells; one the namespaces held, so a check run
         # inside another check's finds them patched already and swaps nothing)
-        functions = {id(value): value for _, _, value in saved if id(value) in blocked
-                     and isinstance(value, types.FunctionType) and not value.__code__.co_freevars}
+        functions = {id(value): value for value in [value for _, _, value in saved] + [*found[2](), *now[2]()]
+                     if id(value) in blocked and isinstance(value, types.FunctionType)
+                     and not value.__code__.co_freevars}
         # keyed by the blocked name, not the code's: while watch_helpers runs, every watched helper is a wrapper
         # whose code is named `counted`, and one key for all would make each refusal name the last one
         codes = [(helper, helper.__code__, blocked[id(helper)], _REFUSALS.get(blocked[id(helper)]))
@@ -426,9 +436,13 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
             _HOOKED.append(True)
         start = vars(mp.BaseProcess)["start"]
         mp.BaseProcess.start = _refused_start
-        _NO_PROGRAMS.append((part, hint))
+        _NO_PROGRAMS.append((part, hint, fired))
+        first = len(fired)
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+        except BaseException:
+            if len(fired) == first:
+                raise
         finally:
             _NO_PROGRAMS.pop()
             mp.BaseProcess.start = start
@@ -444,7 +458,34 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
                 space[key] = value
             for name in lazy:
                 vars(helpers).pop(name, None)
+        if len(fired) > first:  # a refusal the function caught: it called the helper all the same
+            refusal = fired[first]
+            del fired[first:]
+            raise refusal.with_traceback(None) from None
+        return result
     return run
+
+
+def _blocked(helpers: types.ModuleType, names: tuple[str, ...]) -> tuple[dict[int, str], dict[type, str], Callable]:
+    """What stands for each helper `names` now: hp.<name>, what it wraps (a watch's counting wrapper wraps the
+    helper itself: functools.wraps' __wrapped__) and the name in the module that defines it, by id; the classes
+    among them; and a function of this module that returns the objects themselves: it keeps them alive, so that
+    no other object takes one of their ids, where _holds does not look (it would find the helpers there)."""
+    blocked: dict[int, str] = {}
+    objects: list = []
+    for name in names:
+        obj = getattr(helpers, name)
+        try:
+            inner = inspect.unwrap(obj)
+        except ValueError:  # a cycle of __wrapped__
+            inner = obj
+        home = sys.modules.get(getattr(inner, "__module__", None) or "")
+        own = vars(home).get(name) if home is not None and home.__name__.startswith(helpers.__name__ + ".") else None
+        for item in (obj, inner, own):
+            if item is not None and id(item) not in blocked:
+                blocked[id(item)] = name
+                objects.append(item)
+    return blocked, {obj: blocked[id(obj)] for obj in objects if isinstance(obj, type)}, lambda: objects
 
 
 # label -> (the number of its calls counted so far, and for each namespace or class patched: it, the attribute,
@@ -455,6 +496,19 @@ _RECORDED: dict[str, list[tuple[dict[str, object], object]]] = {}
 # the labels of helpers called during a watch that watch_helpers then ended for other helpers, no check having
 # passed: a later watch of one of them starts with that call counted
 _PENDING: set[str] = set()
+# The helpers that answer an exercise in a line (the formulas, which need no framework: hp.zero_bytes and the
+# like) note each call here (_note_call) from the package's import until the kernel's first watch, which starts
+# with them counted as calls made in an earlier watch: a value read off one in a cell above an exercise's setup
+# cell counts as one read after it. None once a watch has started: a watch counts from then on.
+_BEFORE_WATCH: set[str] | None = set()
+
+
+def _note_call(name: str) -> None:
+    """Note a call of hp.<name> made before the kernel's first watch (the first line of each formula helper)."""
+    if _BEFORE_WATCH is not None:
+        _BEFORE_WATCH.add(name)
+
+
 # While a watch runs, each watched helper that is a plain function runs a counting stub in place of its own code
 # (its __code__ is swapped, as without_helpers does), so a call that reaches the original function past the
 # patched names (the wrapper's __wrapped__, a reference kept earlier) is counted too. id(stub code) -> (a copy of
@@ -500,6 +554,8 @@ def _forget_calls() -> None:
     for count, *_ in _WATCHED.values():
         count[0] = 0
     _PENDING.clear()
+    if _BEFORE_WATCH is not None:
+        _BEFORE_WATCH.clear()
 
 
 def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record: Iterable[str] = (),
@@ -521,11 +577,16 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
     counting (whatever `keep` says; it is kept for the cells that pass it), so neither running the check
     again nor running a cell that starts the watch again lets a call made in a scratch cell through. A
     call with other helpers ends the running watch and starts one of those, in which a helper that was
-    called in an earlier watch, no check having passed since, starts with that call counted. While the watch
+    called in an earlier watch, no check having passed since, starts with that call counted; so does a formula
+    helper (_note_call) called before the kernel's first watch, from the package's import on. While the watch
     runs, a watched helper that is a plain function (or a method of the class named) runs counting code in place
     of its own, so a call that reaches it past the patched names (the wrapper's __wrapped__, a reference kept
     from before the watch) counts as well."""
+    global _BEFORE_WATCH
     helpers = sys.modules[__name__.rpartition(".")[0]]
+    if _BEFORE_WATCH is not None:  # the kernel's first watch: the calls noted since the import count as earlier ones
+        _PENDING.update(f"hp.{name}" for name in _BEFORE_WATCH)
+        _BEFORE_WATCH = None
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Protocol
 
 from ._validate import positive
+from .checks import _note_call
 from .sharding import StepBytes, smallest_fit
 from .units import fmt_bytes
 
@@ -89,6 +90,7 @@ def choose_interventions(steps: Mapping[str, PerSequence], batch: int, device_by
     each rung with the smallest power-of-two k that divides the batch, leaves at least min_micro_batch
     sequences and fits. headroom is the share of device_bytes kept free for what the bytes given leave
     out; peak (optional) traces or measures a setting at a micro-batch, and then decides each fit."""
+    _note_call("choose_interventions")  # a call before any watch counts in the first
     if not steps or set(steps) - set(SETTINGS):
         raise ValueError(f"steps must map one or more settings among {SETTINGS} to their bytes, got "
                          f"{sorted(steps)}: pass e.g. {{'fp32': hp.StepBytes(constant, per_sequence)}}")

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ._validate import positive
+from .checks import _note_call
 from .units import fmt_bytes
 
 STAGES = (0, 1, 2, 3)
@@ -62,6 +63,7 @@ def zero_bytes(n_params: int, n_devices: int, stage: int, precision: str = "fp32
     """Per-device bytes of parameters, gradients and Adam state at a ZeRO stage (0 to 3) on
     `n_devices`, with the bytes per parameter of `precision` (PRECISIONS); the largest shard when
     the devices do not divide the parameters evenly."""
+    _note_call("zero_bytes")  # a call before any watch counts in the first
     _check(n_params, n_devices, stage, precision)
     w, g, s = PRECISIONS[precision]
     shard = _shard(int(n_params), int(n_devices))
@@ -72,6 +74,7 @@ def zero_bytes(n_params: int, n_devices: int, stage: int, precision: str = "fp32
 def sharded_bytes(sizes: list[int], n_devices: int, stage: int, precision: str = "fp32") -> DeviceBytes:
     """zero_bytes for a model given as its tensors' element counts, each tensor split on its own
     (as NamedSharding and FSDP2 split every parameter along its first axis)."""
+    _note_call("sharded_bytes")  # a call before any watch counts in the first
     if not sizes:
         raise ValueError("sizes is empty: pass the element count of every parameter tensor")
     parts = [zero_bytes(int(n), n_devices, stage, precision) for n in sizes]
@@ -84,6 +87,7 @@ def communication_bytes(n_params: int, n_devices: int, stage: int, dtype_bytes: 
     all-gather), 2 at stages 1 and 2 (a reduce-scatter of the gradients, then an all-gather of the
     updated parameters), 3 at stage 3 (the parameters are gathered again for backward). An engine
     may send more (PyTorch's ZeroRedundancyOptimizer keeps DDP's all-reduce and adds a broadcast)."""
+    _note_call("communication_bytes")  # a call before any watch counts in the first
     _check(n_params, n_devices, stage, "fp32")
     positive("dtype_bytes", dtype_bytes, "pass the bytes of one communicated element (4 for fp32)", whole=True)
     rounds = 3 if stage == 3 else 2
@@ -151,6 +155,7 @@ def smallest_fit(n_params: int, device_bytes: int, step: StepBytes | None = None
     counts the model states alone. Of the stages that fit one N, the lowest: stages 1 and 2 send the
     same bytes per step, but under accumulation stage 2, which keeps only a shard of the gradients,
     must reduce-scatter every micro-batch's."""
+    _note_call("smallest_fit")  # a call before any watch counts in the first
     positive("device_bytes", device_bytes, "pass the memory of one device in bytes")
     positive("max_devices", max_devices, "pass the most devices to consider", whole=True)
     positive("batch", batch, "pass the sequences (examples) of the batch the devices divide", whole=True)

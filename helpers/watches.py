@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 from .checks import watch_helpers
 
 # helpers that need no framework and plan what a step keeps, from formulas: out of reach in either framework
+# (each notes its calls made before the kernel's first watch, which counts them: checks._note_call)
 _FORMULAS = ("bytes_per_param", "persistent_bytes", "linear_stack_activation_bytes", "gpt_activation_bytes",
              "zero_bytes", "sharded_bytes", "communication_bytes", "smallest_fit", "choose_interventions")
 

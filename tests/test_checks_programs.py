@@ -71,3 +71,16 @@ def test_without_helpers_refuses_while_a_program_started_before_runs():
     os.waitid(os.P_PID, zombie.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped: a zombie computes nothing
     assert checked(10) == 160
     zombie.wait()
+
+
+def _starts_one_and_catches_the_refusal(p):
+    try:
+        subprocess.run(_ASK, capture_output=True, text=True, check=True)
+    except AssertionError:
+        pass
+    return 16 * p
+
+
+def test_without_helpers_fails_a_program_refusal_the_function_caught():
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code starts another program \(subprocess\.Popen\)"):
+        hp.without_helpers(_starts_one_and_catches_the_refusal, "zero_bytes", part="part 1", hint="h")(10)

@@ -557,10 +557,10 @@ def fresh_kernel():
     """What a kernel restart does to the watch: no watch, no counted call (after the test as well)."""
     from helpers import checks
     checks._unwatch()
-    checks._PENDING.clear()
+    checks._forget_calls()   # and no formula helper called since the import (the tests before this one called some)
     yield checks
     checks._unwatch()
-    checks._PENDING.clear()
+    checks._forget_calls()
 
 
 def test_watch_helpers_fails_a_check_after_a_call_until_the_kernel_restarts(fresh_kernel):
@@ -741,6 +741,89 @@ def test_without_helpers_under_a_watch_names_the_helper_a_kept_reference_calls(f
     assert not hp.checks._REFUSALS and Kept().zero(10, 2, 1).total == 16 * 10 - 4 * 10  # its code is back
     with pytest.raises(hp.WrongAnswer, match=r"^part 2: hp\.zero_bytes works out"):  # and the call counted
         hp.assert_helpers_unused(part="part 2", hint="h")
+
+
+# trial t22ex18 F1: exercise 18's check made its without_helpers wrapper while the part's watch ran, then ended the
+# watch (assert_helpers_unused) and ran the student's function on drawn arguments: hp.zero_bytes, the helper itself
+# again, was neither refused nor counted; and a refusal the student's code caught left no trace
+def _calls_it_or_falls_back(p):
+    try:
+        return hp.zero_bytes(p, 2, 1).total
+    except AssertionError:   # the refusal, caught: a table, or a guess, in its place
+        return 12 * p
+
+
+def test_without_helpers_made_under_a_watch_refuses_the_helper_after_the_watch_ended(fresh_kernel):
+    hp.watch_helpers("zero_bytes", "sharded_bytes")
+    kept = hp.zero_bytes  # the watch's wrapper, kept by the student's code while the watch ran
+    checked = hp.without_helpers(_calls_hp, "zero_bytes", "sharded_bytes", part="part 1", hint="h")
+    checked_kept = hp.without_helpers(lambda p: kept(p, 2, 1).total, "zero_bytes", part="part 1", hint="h")
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code calls hp\.zero_bytes"):
+        checked(10)
+    hp.assert_helpers_unused(part="part 1", hint="h")  # nothing counted: the call was refused; the watch ends
+    assert hp.zero_bytes is _zero_bytes_itself
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code calls hp\.zero_bytes"):
+        checked(10)
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code (calls|keeps) hp\.zero_bytes"):
+        checked_kept(10)
+    assert _calls_hp(10) == kept(10, 2, 1).total == 16 * 10 - 4 * 10 and not hp.checks._REFUSALS  # all back
+
+
+def test_without_helpers_made_before_a_watch_refuses_the_helper_while_it_runs(fresh_kernel):
+    checked = hp.without_helpers(_calls_hp, "zero_bytes", part="part 1", hint="h")
+    hp.watch_helpers("zero_bytes")
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code calls hp\.zero_bytes"):
+        checked(10)
+    hp.assert_helpers_unused(part="part 1", hint="h")
+
+
+def test_without_helpers_fails_a_refusal_the_function_caught(fresh_kernel):
+    checked = hp.without_helpers(_calls_it_or_falls_back, "zero_bytes", part="part 1", hint="write the sum")
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code calls hp\.zero_bytes.*Hint: write the sum$"):
+        checked(10)
+
+    def falls_back_to_a_table(p):
+        try:
+            return hp.zero_bytes(p, 2, 1).total
+        except hp.WrongAnswer:
+            return {1200: 14400}[p]   # no entry: the LookupError gives way to the refusal
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code calls hp\.zero_bytes"):
+        hp.without_helpers(falls_back_to_a_table, "zero_bytes", part="part 1", hint="h")(10)
+    assert hp.without_helpers(_writes_it, "zero_bytes", part="part 1", hint="h")(3) == 48  # a clean run passes
+    assert _calls_it_or_falls_back(10) == 120 and not hp.checks._REFUSALS
+
+
+# trial t22ex18 F2: constants read off hp.zero_bytes in a cell above exercise 18's setup cell, before any watch, gave
+# a right rule for any arguments; a formula helper's call from the package's import on counts in the first watch
+def test_a_formula_helper_called_before_the_first_watch_counts_in_it(fresh_kernel):
+    fresh_kernel._BEFORE_WATCH = set()  # the kernel just after `import helpers`
+    hp.zero_bytes(1, 1, 0), hp.zero_bytes(2, 2, 0)  # a cell above the setup cell reads the bytes per parameter
+    hp.watch_helpers("zero_bytes", "smallest_fit")  # the setup cell: the kernel's first watch
+    assert fresh_kernel._BEFORE_WATCH is None
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 1", hint="h")
+    fresh_kernel._forget_calls()  # a kernel restart: no call since
+    hp.watch_helpers("zero_bytes", "smallest_fit")
+    hp.assert_helpers_unused(part="part 1", hint="h")
+    hp.zero_bytes(1, 1, 0)  # after the first watch, a call counts only while a watch runs
+    hp.watch_helpers("zero_bytes")
+    hp.assert_helpers_unused(part="part 1", hint="h")
+
+
+def test_a_formula_helper_called_by_another_before_the_first_watch_counts_too(fresh_kernel):
+    fresh_kernel._BEFORE_WATCH = set()
+    hp.smallest_fit(10**9, 10**10)  # it calls zero_bytes, as a watch would count
+    hp.watch_helpers("zero_bytes")
+    with pytest.raises(hp.WrongAnswer, match=r"^p: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="p", hint="h")
+
+
+def test_every_formula_helper_notes_its_calls_before_the_first_watch():
+    from helpers import watches
+    for name in watches._FORMULAS:
+        assert f'_note_call("{name}")' in inspect.getsource(getattr(hp, name)), (
+            f"hp.{name} is in every watch's list (helpers/watches.py _FORMULAS) but does not note a call made before "
+            "the first watch: add _note_call to its first line")
 
 
 def test_watch_helpers_names_a_helper_that_does_not_exist():
