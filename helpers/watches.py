@@ -80,6 +80,11 @@ def _torch_methods() -> list[tuple]:
         (TorchDispatchMode, "__enter__", _own_use(TorchDispatchMode)),                # a dispatch mode of one's own
         (FlopCounterMode, "__enter__"),
         (torch.profiler.profile, "__enter__"), (torch.profiler.profile, "start"),  # what `with` calls, and a start()
+        # the autograd profilers that torch.profiler is built on, public too (profile_memory=True lists every
+        # allocation): where each of their starts ends, whether entered, started, or reached from torch.profiler
+        (torch.autograd.profiler, "_enable_profiler"),
+        *([(torch.autograd.profiler_legacy, "_enable_profiler_legacy")]
+          if hasattr(getattr(torch.autograd, "profiler_legacy", None), "_enable_profiler_legacy") else []),
     ]
 
 

@@ -118,6 +118,41 @@ def _fails_the_check(framework, run) -> bool:
     return caught
 
 
+def profilers(x) -> dict:
+    """Each public profiler of torch that lists a step's allocations (profile_memory=True), entered with `with` or
+    started by hand: torch.profiler's and the autograd profilers it is built on (trial t22ex17 measured with the
+    autograd one, which no watch covered)."""
+    import warnings
+
+    import torch
+
+    def step():
+        (x @ x).sum().backward()
+
+    def entered(make):
+        def run():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # the legacy profiler is deprecated
+                with make(profile_memory=True):
+                    step()
+        return run
+
+    def started(make):
+        def run():
+            prof = make(profile_memory=True)
+            prof.start()
+            step()
+            prof.stop()
+        return run
+
+    found = {"torch.profiler.profile": entered(torch.profiler.profile),
+             "torch.profiler.profile, started": started(torch.profiler.profile),
+             "torch.autograd.profiler.profile": entered(torch.autograd.profiler.profile)}
+    if hasattr(torch.autograd, "profiler_legacy"):
+        found["torch.autograd.profiler_legacy.profile"] = entered(torch.autograd.profiler_legacy.profile)
+    return found
+
+
 def test_a_torch_tool_fails_the_check_and_a_step_does_not():
     torch = pytest.importorskip("torch")
     import torch.utils.checkpoint as cp
@@ -155,6 +190,8 @@ def test_a_torch_tool_fails_the_check_and_a_step_does_not():
     assert _fails_the_check("torch", hooks), "saved_tensors_hooks under a watch should fail the check"
     assert _fails_the_check(("torch", "jax"), hooks), "saved_tensors_hooks under a watch of both lists should fail"
     assert _fails_the_check("torch", own_mode), "a dispatch mode of one's own under a watch should fail the check"
+    for name, profiler in profilers(x).items():
+        assert _fails_the_check("torch", profiler), f"{name} under a watch should fail the check"
     assert not _fails_the_check("torch", steps), "checkpointing and fake tensors should not fail the check"
     assert torch.utils._python_dispatch.TorchDispatchMode.__enter__.__code__.co_name == "__enter__"
 
