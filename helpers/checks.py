@@ -344,7 +344,8 @@ def _children() -> list[str]:
     return [f"{c.pid} ({c.name()})" for c in psutil.Process().children() if c.status() != psutil.STATUS_ZOMBIE]
 
 
-def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable:
+def without_helpers(fn: Callable, *names: str, part: str, hint: str,
+                    returns: Callable[[object], object] | None = None) -> Callable:
     """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
     WrongAnswer(part, hint): a check runs a student's function with the helper that answers the part
     out of reach, however the student reached it (hp.name, helpers.module.name, a name of their own, or a
@@ -356,7 +357,10 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
     function must compute its answer, not ask a helper in another interpreter.
     A refusal that fired fails the check even where the function caught it and went on (try: hp.name(...) except:
     a fallback). The helpers are looked up again at each run, so a wrapper made while hp.watch_helpers watched them
-    still refuses them once the watch has ended (and the other way round)."""
+    still refuses them once the watch has ended (and the other way round).
+    returns, where given, runs on fn's result while the helpers are still refused, and the wrapper returns what it
+    returns: a check makes the answer concrete there (requires plain ints, a plain tuple), so that a result that
+    defers its work past the refusal (a generator, an int whose __eq__ calls the helper) fails instead of passing."""
     helpers = sys.modules[__name__.rpartition(".")[0]]
     for name in names:
         getattr(helpers, name)  # AttributeError names a wrong name
@@ -391,8 +395,8 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         blocked, classes = {**found[0], **now[0]}, {**found[1], **now[1]}
         held = _holds(fn, blocked, set(), classes=classes)  # a helper kept where no namespace patch reaches it
         if held:
-            raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a default argument, a closure, a container, "
-                              f"a cache, a class built on it or an instance), the course's helper that answers this "
+            raise WrongAnswer(f"{part}: your code keeps hp.{held} (in a global name of your own, a default "
+                              f"argument, a closure, a container, a cache, a class built on it or an instance), the course's helper that answers this "
                               f"part. Hint: {hint}")
         running = _programs_running()
         if running:
@@ -440,6 +444,8 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str) -> Callable
         first = len(fired)
         try:
             result = fn(*args, **kwargs)
+            if returns is not None:  # still refused: what the check compares is made here
+                result = returns(result)
         except BaseException:
             if len(fired) == first:
                 raise
