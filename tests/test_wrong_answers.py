@@ -132,6 +132,30 @@ def test_a_wrong_answer_with_a_scratch_cell_runs_it_right_after_the_solution_cel
     assert namespace["answer"] == 7 and namespace["peeked"] is False
 
 
+# scratch_after: a scratch cell above the part (between the setup cell and the part's given cells, say): the run
+# starts at that cell, so the cells between it and the solution cell run again after the scratch cell
+ABOVE = [
+    _cell("peeked = False", "ex99-intro-code"),
+    _cell("seen = peeked"),
+    *PEEK,
+]
+ABOVE[3] = _cell("assert answer == 7 and not seen, 'part 1: a scratch cell peeked at the answer; a hint: count them "
+                 "yourself'", "ex99-part1-check")
+
+
+@pytest.mark.parametrize("after, problem", [("ex99-intro-code", None), (None, "passed every check")])
+def test_a_scratch_cell_after_an_earlier_cell_runs_there_and_the_run_starts_there(tmp_path, after, problem):
+    spec = tmp_path / "ex99.toml"
+    spec.write_text('[[wrong]]\npart = "ex99-part1-solution"\nwhat = "a peek above"\ncode = "answer = 7"\n'
+                    'scratch = "peeked = True"\n' + (f'scratch_after = "{after}"\n' if after else ""))
+    (check, wrong), = wa.plan(spec, ABOVE).items()
+    assert check == 3 and wrong[0][0] == (0 if after else 2)
+    run, namespace = _runner(ABOVE)
+    problems = wa.try_part(ABOVE, check, wrong, run)
+    assert (problems == []) if problem is None else (problems and problem in problems[0])
+    assert namespace["answer"] == 7 and namespace["seen"] is False
+
+
 def test_a_wrong_answer_that_spans_two_solution_cells_changes_both_and_the_restore_runs_from_the_first():
     # a wrong table function together with the total that agrees with it: only the check of the table's
     # values sees it; after it, both cells hold the solution's results again

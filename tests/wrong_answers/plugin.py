@@ -22,7 +22,8 @@ Restart-and-Run-All, second Shift-Enter or wrong answer would do, at the cost of
   restart would; so are the different values check_answer and answer_digest counted per answer name, past a
   few of which they refuse the name, since the harness tries many wrong answers in one kernel). An entry with
   `scratch` (code) runs that code right after its solution cell, as a student's scratch cell would (a helper
-  called there, say, that the part's watch counts). An entry with
+  called there, say, that the part's watch counts); with `scratch_after` (a grade_id of an earlier cell) it runs
+  right after that cell instead, and the wrong answer's run starts there (a scratch cell above the part). An entry with
   `visible = true` must fail the released exercise's checks: its cells run with their hidden tests left
   out, as `make exercises` leaves them out (a student's check cell runs only the visible part). `try_part` holds that
   logic; it takes the function that runs code, so tests/test_wrong_answers.py tries it without a kernel.
@@ -149,6 +150,10 @@ def plan(spec: Path, cells: list) -> dict[int, list[tuple[int, dict, str, list[s
                 raise ValueError(f"{spec.name}: '{entry['what']}' changes {grade_id}, "
                                  f"not a cell of {part_of(entry['part'])}")
         first, part = min(ids.index(g) for g in changed), part_of(entry["part"])
+        if "scratch_after" in entry:   # the scratch cell runs after that earlier cell, and the run starts there
+            if entry["scratch_after"] not in ids[:first]:
+                raise ValueError(f"{spec.name}: '{entry['what']}': scratch_after names no cell before {entry['part']}")
+            first = ids.index(entry["scratch_after"])
         checks = [j for j, g in enumerate(ids) if j > first and g.startswith(part + "-check")]
         if not checks:
             raise ValueError(f"{spec.name}: {part} has no check cell after {entry['part']}")
