@@ -7,7 +7,11 @@ A framework tool is watched only where it READS a plan or a trace, not where a s
 watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
 here, Compiled.memory_analysis and Lowered.as_text are; torch's saved_tensors_hooks and TorchDispatchMode count
 only when the class itself or a class of one's own is used (torch.utils.checkpoint and FakeTensorMode enter
-subclasses of them to run a step, and those do not count).
+subclasses of them to run a step, and those do not count). torch's graph tracers are the exception: no given cell
+compiles or traces a torch step, and every public route to a step's backward graph (make_fx, functorch.compile's
+aot_function and aot_module, torch.compile with any backend) ends in make_fx, called from outside torch or from
+torch's AOT autograd, so each of them counts; a given cell that compiles a step in a watched window leaves out
+torch.compile and make_fx by name.
 
 Importing this module imports neither torch nor jax: measuring_tools imports the framework it is asked for.
 """
@@ -48,10 +52,11 @@ def _own_use(base: type) -> Callable[..., bool]:
     return counts
 
 
-def _outside_call(*packages: str) -> Callable[..., bool]:
+def _outside_call(*packages: str, but: tuple[str, ...] = ()) -> Callable[..., bool]:
     """Whether a call comes from outside `packages` and the course's helpers: a call of one's own, not one that
     jax.grad makes of jax.vjp, or jit of a lowering's text, to run a step (the helpers that call such a tool to
-    measure are watched by their own names)."""
+    measure are watched by their own names). A call from the modules `but` names (and theirs), inside `packages`,
+    counts too: the public routes that reach the tool through them (make_fx through torch's AOT autograd)."""
     from . import checks
     own_packages = {*packages, __name__.partition(".")[0]}
 
@@ -60,19 +65,36 @@ def _outside_call(*packages: str) -> Callable[..., bool]:
         while frame is not None and frame.f_code.co_filename == checks.__file__:  # the watch's own stub and wrapper
             frame = frame.f_back
         caller = frame.f_globals.get("__name__", "") if frame is not None else ""
-        return caller.partition(".")[0] not in own_packages
-    counts.__qualname__ = f"a call from outside {', '.join(sorted(own_packages))}"
+        return (caller.partition(".")[0] not in own_packages
+                or any(caller == module or caller.startswith(module + ".") for module in but))
+    counts.__qualname__ = (f"a call from outside {', '.join(sorted(own_packages))}"
+                           + (f" or from {', '.join(but)}" if but else ""))
     return counts
+
+
+def _getters(cls: type, *names: str) -> type:
+    """A stand-in owner of the getters of cls's properties `names`, for a watch's (owner, name) pair: a watch on cls
+    itself would put a function where the property was. The watch swaps each getter's code instead, so every read
+    of the property counts, as the pair's filter says; the label stays cls's ("Traced.jaxpr")."""
+    import inspect
+
+    getters = {name: inspect.getattr_static(cls, name).fget for name in names}
+    holder = type(cls.__name__, (), {**getters, "__module__": cls.__module__})
+    holder.__qualname__ = cls.__qualname__
+    return holder
 
 
 def _torch_methods() -> list[tuple]:
     import torch
+    import torch.compiler
     import torch.profiler
+    from torch.fx.experimental import proxy_tensor
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import FlopCounterMode
 
     helpers = sys.modules[__name__.rpartition(".")[0]]
     hooks = torch.autograd.graph.saved_tensors_hooks
+    outside = _outside_call("torch")
     return [
         (helpers.MemoryTracker, "__enter__"),
         (importlib.import_module(f"{helpers.__name__}.ops_torch"), "_dispatched_ops"),  # count_torch_ops, op_dtypes
@@ -85,21 +107,32 @@ def _torch_methods() -> list[tuple]:
         (torch.autograd.profiler, "_enable_profiler"),
         *([(torch.autograd.profiler_legacy, "_enable_profiler_legacy")]
           if hasattr(getattr(torch.autograd, "profiler_legacy", None), "_enable_profiler_legacy") else []),
+        # the graph tracers, which print a step's forward and backward graphs, with what each backward op reads:
+        # torch.compile by each of its public names (a backend of one's own is handed the graphs), and make_fx,
+        # where every route to a backward graph ends: a call of one's own, or one from torch's AOT autograd, which
+        # functorch.compile's aot_function and aot_module and torch.compile's backends run (importing
+        # functorch.compile to watch those by name would load torch._dynamo, seconds, in every watch)
+        (torch, "compile", outside), (torch.compiler, "compile", outside), (torch.nn.Module, "compile", outside),
+        (proxy_tensor, "make_fx", _outside_call("torch", but=("torch._functorch",))),
     ]
 
 
 def _jax_methods() -> list[tuple]:
     import jax
     import jax.ad_checkpoint
+    import jax.export
+    import jax.stages
     from jax._src import ad_checkpoint
     from jax._src.lib import xla_client
 
+    traced = _getters(jax.stages.Traced, "jaxpr", "lojax")  # jit(f).trace(...).jaxpr, as make_jaxpr(f)(...)
     methods = [
         (jax.stages.Compiled, "memory_analysis"), (jax.stages.Compiled, "cost_analysis"),
         (jax.stages.Compiled, "as_text"), (jax.stages.Compiled, "runtime_executable"),
         (xla_client.LoadedExecutable, "get_compiled_memory_stats"),  # where every route to a compiled plan ends
         (jax.stages.Lowered, "as_text"), (jax.stages.Lowered, "compiler_ir"), (jax.stages.Lowered, "cost_analysis"),
         (jax, "make_jaxpr"), (jax, "vjp"), (jax, "linearize"),
+        (traced, "jaxpr"), (traced, "lojax"), (jax.export, "export"),  # an Exported's mlir_module, as Lowered.as_text
         (jax.ad_checkpoint, "print_saved_residuals"), (ad_checkpoint, "saved_residuals"),
         (ad_checkpoint, "_saved_residuals"),
     ]

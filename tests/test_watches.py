@@ -102,9 +102,9 @@ def test_both_lists_at_once():
     assert labels == [watches._label(m) for m in torch_methods + jax_methods] and len(set(labels)) == len(labels)
 
 
-def _fails_the_check(framework, run) -> bool:
+def _fails_the_check(framework, run, leave_out=()) -> bool:
     checks._forget_calls()  # a fresh kernel's counts: a formula helper another test called counts in the first watch
-    hp.watch_measuring(framework)
+    hp.watch_measuring(framework, leave_out=leave_out)
     try:
         run()
     finally:
@@ -196,19 +196,104 @@ def test_a_torch_tool_fails_the_check_and_a_step_does_not():
     assert torch.utils._python_dispatch.TorchDispatchMode.__enter__.__code__.co_name == "__enter__"
 
 
+def graph_tracers(torch) -> dict:
+    """Each public route to a step's backward graph, with what each backward op reads (trial t23ex03 F1, F2): make_fx
+    of a function that takes the gradients; functorch.compile's aot_function and aot_module, whose compilers are
+    handed the forward and the backward graph; torch.compile by each of its names, with a backend that hands them
+    on (torch._dynamo's aot_autograd, as torch's custom backend notes show it). Each asserts it saw a backward, but
+    Module.compile, which only compiles here (its call is the route)."""
+    F = torch.nn.functional
+    args = [torch.randn(4, 8, requires_grad=True), torch.randn(8, 8, requires_grad=True)]
+
+    def block(x, w):
+        return x + F.gelu(F.linear(F.layer_norm(x, (8,)), w))
+
+    def shown():
+        graphs = []
+
+        def compiler(gm, example_inputs):
+            graphs.append(gm.code)
+            return gm
+        return graphs, compiler
+
+    def traced():
+        from torch.fx.experimental.proxy_tensor import make_fx
+        code = make_fx(lambda x, w: torch.autograd.grad(block(x, w).sum(), (x, w)))(*args).code
+        assert "gelu_backward" in code
+
+    def aot_function():
+        from functorch.compile import aot_function
+        graphs, compiler = shown()
+        aot_function(block, fw_compiler=compiler, bw_compiler=compiler)(*args).sum().backward()
+        assert len(graphs) == 2
+
+    def aot_module():
+        from functorch.compile import aot_module
+        graphs, compiler = shown()
+        model = torch.nn.Sequential(torch.nn.LayerNorm(8), torch.nn.Linear(8, 8), torch.nn.GELU())
+        aot_module(model, fw_compiler=compiler, bw_compiler=compiler)(args[0]).sum().backward()
+        assert len(graphs) == 2
+
+    def compiled(compile):
+        def run():
+            from torch._dynamo.backends.common import aot_autograd
+            torch._dynamo.reset()   # compiled afresh, not from an earlier test's cache
+            graphs, compiler = shown()
+            compile(block, backend=aot_autograd(fw_compiler=compiler, bw_compiler=compiler))(*args).sum().backward()
+            assert len(graphs) == 2
+        return run
+
+    def module_compile():
+        from torch._dynamo.backends.common import aot_autograd
+        graphs, compiler = shown()
+        torch.nn.Linear(8, 8).compile(backend=aot_autograd(fw_compiler=compiler, bw_compiler=compiler))
+
+    return {"make_fx": traced, "aot_function": aot_function, "aot_module": aot_module,
+            "torch.compile": compiled(torch.compile), "torch.compiler.compile": compiled(torch.compiler.compile),
+            "Module.compile": module_compile}
+
+
+def test_a_torch_graph_tracer_fails_the_check():
+    """make_fx counts a call of one's own and one from torch's AOT autograd, which every route to a backward graph
+    runs: aot_function and aot_module by that alone (no watch names them, as importing functorch.compile would load
+    torch._dynamo), torch.compile by its names and, with those left out, by make_fx all the same."""
+    torch = pytest.importorskip("torch")
+    import warnings
+    compile_names = ["torch.compile", "torch.compiler.compile", "Module.compile"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # AOT autograd's notes on what it traced
+        for name, run in graph_tracers(torch).items():
+            assert _fails_the_check("torch", run), f"{name} under a watch should fail the check"
+            assert _fails_the_check(("torch", "jax"), run), f"{name} under a watch of both lists should fail the check"
+        assert _fails_the_check("torch", graph_tracers(torch)["torch.compile"], leave_out=compile_names), (
+            "torch.compile's AOT backend should reach make_fx, watched, with torch.compile's names left out")
+        assert not _fails_the_check("torch", graph_tracers(torch)["torch.compile"],
+                                    leave_out=[*compile_names, "torch.fx.experimental.proxy_tensor.make_fx"]), (
+            "with the graph tracers left out, a compiled step should not fail the check")
+
+
 def test_a_jax_tool_fails_the_check_and_a_step_does_not():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
     step = jax.jit(jax.grad(lambda x: jax.checkpoint(jnp.sin)(x).sum()))
 
-    def given():  # what given cells run: jit, grad (which calls jax.vjp), lower, compile
+    def given():  # what given cells run: jit, grad (which calls jax.vjp), trace, lower, compile
         step(jnp.ones(3))
         step.lower(jnp.ones(3)).compile()(jnp.ones(3))
+        traced = step.trace(jnp.ones(3))   # its jaxpr read inside jax only
+        traced.lower().compile()
+        assert traced.out_info.shape == (3,)
 
     compiled = step.lower(jnp.ones(3)).compile()
     assert _fails_the_check("jax", lambda: jax.vjp(jnp.sin, jnp.ones(3))), "jax.vjp should fail the check"
     assert _fails_the_check("jax", compiled.cost_analysis), "Compiled.cost_analysis should fail the check"
     assert _fails_the_check("jax", lambda: jax.make_jaxpr(jnp.sin)(1.0)), "jax.make_jaxpr should fail the check"
+    # jit's own route to the same jaxpr, and its exported program's text (trial t23ex03 F7)
+    assert _fails_the_check("jax", lambda: step.trace(jnp.ones(3)).jaxpr), "Traced.jaxpr should fail the check"
+    assert _fails_the_check("jax", lambda: step.trace(jnp.ones(3)).lojax), "Traced.lojax should fail the check"
+    assert _fails_the_check("jax", lambda: jax.export.export(step)(jnp.ones(3)).mlir_module()), (
+        "jax.export.export should fail the check")
+    assert isinstance(jax.stages.Traced.jaxpr, property), "the watch should leave Traced.jaxpr a property"
     assert not _fails_the_check("jax", given), "jit, grad, lower and compile should not fail the check"
     assert _fails_the_check(("torch", "jax"), lambda: jax.ad_checkpoint.print_saved_residuals(jnp.sin, 1.0)), (
         "print_saved_residuals under a watch of both lists should fail the check")
