@@ -39,7 +39,7 @@ from .watches import measuring_tools, watch_measuring
 # name -> the module that defines it; each of these modules imports torch (…_torch, memory_torch)
 # or jax (…_jax, memory_jax), or matplotlib (plotting); estimate imports torch and transformers.
 _LAZY = {
-    "memory_torch": ("MemoryTracker", "Workload", "measure_memory", "predict_memory"),
+    "memory_torch": ("MemoryTracker", "Workload", "measure_memory", "measure_peak", "predict_memory", "predict_peak"),
     "saved_torch": ("bytes_by_kind", "copies_made", "held_bytes", "saved_for_backward"),
     "ops_torch": ("count_torch_ops", "op_dtypes", "op_seconds"),
     "gpt_torch": ("GPTBlock", "MiniGPT", "make_step"),

@@ -285,12 +285,16 @@ _REFUSED_CODE = compile(f"def refused(*args, **kwargs):\n"
 # While a check runs a student's function, starting a program is refused too: a helper run in another interpreter
 # is out of reach of the patches above. Python's audit events see each route that starts one (a reference to
 # os.system kept from before included); multiprocessing's spawn and forkserver methods start theirs with no event,
-# so Process.start itself is refused. The hook cannot be removed: it is added on the first check, and refuses only
-# while _NO_PROGRAMS holds the (part, hint, refusals fired) of a check in progress (the innermost last).
+# so Process.start itself is refused. The hook cannot be removed: it is added on the first check or watch, and refuses
+# only while _NO_PROGRAMS holds the (part, hint, refusals fired) of a check in progress (the innermost last). While a
+# watch runs (watch_helpers), a program started counts as a watched call instead (_STARTED), for the same reason.
 _PROGRAM_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
                    "os.startfile")
+_PROGRAM_EVENT_SET = frozenset(_PROGRAM_EVENTS)
 _NO_PROGRAMS: list[tuple[str, str, list]] = []
 _HOOKED: list[bool] = []
+# how each program started while a watch ran, no check having passed since (assert_helpers_unused reports it)
+_STARTED: list[str] = []
 
 
 def _program_refused(how: str) -> WrongAnswer:
@@ -300,9 +304,38 @@ def _program_refused(how: str) -> WrongAnswer:
     return fired[-1]
 
 
-def _refuse_programs(event: str, args: tuple) -> None:  # the audit hook
-    if _NO_PROGRAMS and event in _PROGRAM_EVENTS:
-        raise _program_refused(event)
+def _refuse_programs(event: str, args: tuple) -> None:  # the audit hook, called on every audit event
+    if event in _PROGRAM_EVENT_SET:
+        if _NO_PROGRAMS:
+            raise _program_refused(event)
+        if _WATCHED and not _own_program():
+            _STARTED.append(event)
+
+
+def _own_program() -> bool:
+    """Whether the program about to start is the course's own look for a GPU (helpers.device runs nvidia-smi where
+    the driver's /proc folder is missing): hp.sized and hp.profile, which given cells call during a watch."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == f"{__name__.rpartition('.')[0]}.device":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _hook_programs() -> None:
+    if not _HOOKED:
+        sys.addaudithook(_refuse_programs)
+        _HOOKED.append(True)
+
+
+def _noted_start(self: object) -> None:  # multiprocessing's BaseProcess.start while a watch runs
+    _STARTED.append("multiprocessing's Process.start")
+    return _PROCESS_START[0](self)
+
+
+# multiprocessing's own BaseProcess.start while a watch has put _noted_start in its place (empty otherwise)
+_PROCESS_START: list[Callable] = []
 
 
 def _refused_start(self: object) -> None:  # multiprocessing's BaseProcess.start while a check runs
@@ -435,9 +468,7 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str,
             _REFUSALS[key] = refusals[key]
             helper.__code__ = _REFUSED_CODE.replace(co_name=key)
         import multiprocessing.process as mp  # a plain module of the standard library: no process starts
-        if not _HOOKED:
-            sys.addaudithook(_refuse_programs)
-            _HOOKED.append(True)
+        _hook_programs()
         start = vars(mp.BaseProcess)["start"]
         mp.BaseProcess.start = _refused_start
         _NO_PROGRAMS.append((part, hint, fired))
@@ -539,6 +570,9 @@ def _counting_code(code: types.CodeType) -> types.CodeType:
 
 
 def _unwatch() -> None:
+    if _PROCESS_START:
+        import multiprocessing.process as mp
+        mp.BaseProcess.start = _PROCESS_START.pop()
     for fn, code in reversed(_SWAPPED):
         fn.__code__ = code
     _SWAPPED.clear()
@@ -560,6 +594,7 @@ def _forget_calls() -> None:
     for count, *_ in _WATCHED.values():
         count[0] = 0
     _PENDING.clear()
+    _STARTED.clear()
     if _BEFORE_WATCH is not None:
         _BEFORE_WATCH.clear()
 
@@ -654,6 +689,11 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
         _WATCHED[label] = (count, [(o, attr, vars(o).get(attr)) for o in owners])
         for o in owners:
             setattr(o, attr, counted)
+    # a program started while the watch runs counts too: it may run a helper out of the patches' reach
+    import multiprocessing.process as mp  # a plain module of the standard library: no process starts
+    _hook_programs()
+    _PROCESS_START.append(vars(mp.BaseProcess)["start"])
+    mp.BaseProcess.start = _noted_start
 
 
 def watched_calls(name: str) -> list[tuple[dict[str, object], object]]:
@@ -663,15 +703,31 @@ def watched_calls(name: str) -> list[tuple[dict[str, object], object]]:
     return list(_RECORDED.get(f"hp.{name}", ()))
 
 
-def assert_helpers_unused(*, part: str, hint: str) -> None:
-    """Raise WrongAnswer(part, hint) if what watch_helpers watches was called since the watch began; else
-    stop watching (a check run again, or a given cell after it, may call it). A reported call is not
-    forgotten: the check fails again until the kernel restarts. The message does not say the student's code
-    made the call: a given cell run ahead of the check may have."""
+def assert_helpers_unused(*, part: str, hint: str, stop: bool = True) -> None:
+    """Raise WrongAnswer(part, hint) if what watch_helpers watches was called since the watch began, or a program
+    was started while it ran (one can run a helper out of the watch's reach), or one started before still runs
+    beside the kernel; else stop watching (a check run again, or a given cell after it, may call it). A reported
+    call is not forgotten: the check fails again until the kernel restarts. The message does not say the student's
+    code made the call: a given cell run ahead of the check may have. stop=False asks without ending the watch:
+    the first line of a check, so that nothing it prints confirms an answer worked out with a helper; the check's
+    last line, with the default, ends the watch once every comparison has passed."""
     called = [label for label, (count, *_) in _WATCHED.items() if count[0]]
     if called:
         raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called before this "
                           f"check passed (by your code, a scratch cell, or a given cell run ahead of this check). "
                           f"The call counts until this check passes, whatever cell runs again: restart the kernel "
                           f"and run the notebook from the top, answering without {called[0]}. Hint: {hint}")
-    _unwatch()
+    if _STARTED:
+        raise WrongAnswer(f"{part}: another program was started ({_STARTED[0]}) while the helpers that work out what "
+                          f"this part asks were watched: a program can run them out of the watch's reach. It counts "
+                          f"until this check passes: restart the kernel and run the notebook from the top, starting no "
+                          f"program (subprocess, os.system, multiprocessing, a shell command) before this check "
+                          f"passes. Hint: {hint}")
+    running = _programs_running() if _WATCHED else []
+    if running:
+        raise WrongAnswer(f"{part}: another program runs beside this kernel (process {running[0]}) while the helpers "
+                          f"that work out what this part asks are watched: a program can run them out of the watch's "
+                          f"reach. Stop it (or restart the kernel) and run the notebook from the top. Hint: {hint}")
+    if stop:
+        _unwatch()
+        _STARTED.clear()

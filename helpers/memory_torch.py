@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 import torch
@@ -191,12 +191,16 @@ class MemoryTracker(TorchDispatchMode):
         rec = _Record(st.nbytes(), category, phase, made_by)
         self._seen[st] = (rec, weakref.ref(st, lambda _ref, rec=rec: self._free(rec)))
         self._live += rec.nbytes
-        self.trace.events.append((+1, rec))
+        self._event(+1, rec)
 
     def _free(self, rec: _Record) -> None:
         if self._active:
             self._live -= rec.nbytes
-            self.trace.events.append((-1, rec))
+            self._event(-1, rec)
+
+    def _event(self, sign: int, rec: _Record) -> None:
+        """Book an allocation (+1) or a free (-1), self._live already updated: in the trace."""
+        self.trace.events.append((sign, rec))
 
     def _phase(self) -> str:
         if self._in_optimizer:
@@ -255,6 +259,10 @@ class MemoryTracker(TorchDispatchMode):
             h.remove()
         self._hooks.clear()
         self._active = False
+        # Each storage's weak reference calls back into the tracker (self._free): through them the tracker is in a
+        # reference cycle, kept alive with its trace until a collection, where gc.get_objects() finds it. Dropped, the
+        # tracker goes with the last reference to it (a tracker is used once; what it found is in self.trace).
+        self._seen = WeakIdKeyDictionary()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: D105
         out = func(*args, **(kwargs or {}))
@@ -278,6 +286,25 @@ class MemoryTracker(TorchDispatchMode):
 
         tree_map_only(torch.Tensor, record_new, out)
         return out
+
+
+class _PeakTracker(MemoryTracker):
+    """MemoryTracker that keeps only the running total, its highest value and the phase that reached it: no trace,
+    so nothing of what the peak holds (hp.measure_peak, hp.predict_peak). Its trace stays empty."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._top, self._top_phase, self._at_first_mark = 0, "", None
+        self._booked = False
+
+    def _event(self, sign: int, rec: _Record) -> None:
+        self._booked = True
+        if sign > 0 and self._live > self._top:  # the first event at which the total is highest, as peak_index
+            self._top, self._top_phase = self._live, rec.phase
+
+    def mark(self, label: str) -> None:
+        if self._at_first_mark is None:
+            self._at_first_mark = self._live  # the workload's tracked bytes at the start of the steps
 
 
 @dataclass
@@ -340,6 +367,27 @@ class Workload:
         _batch_tensors(self.inputs, "Workload inputs")
 
 
+@dataclass(frozen=True)
+class PeakReport:
+    """What hp.measure_peak (or hp.predict_peak) found: the peak and the phase of the step that reached it, and on
+    CUDA the allocator's own peaks; none of what the peak holds (hp.measure_memory's report has that)."""
+
+    device: str
+    peak: int
+    peak_phase: str
+    cuda_allocated: int | None = None
+    cuda_reserved: int | None = None
+    predicted: bool = False
+
+    def __str__(self) -> str:
+        kind = "predicted" if self.predicted else "measured"
+        line = f"{kind} peak (live tensor storage): {fmt_bytes(self.peak)}, reached in {self.peak_phase}"
+        if self.cuda_allocated is not None:
+            line += (f"\ntorch.cuda peak: {fmt_bytes(self.cuda_allocated)} allocated, "
+                     f"{fmt_bytes(self.cuda_reserved or 0)} reserved")
+        return line
+
+
 def _device_of(work: Workload) -> torch.device:
     """The device of the workload's first parameter, else of its first input, else the CPU."""
     params = list(work.model.parameters()) if work.model is not None else []
@@ -372,22 +420,9 @@ def measure_memory(work: Workload, steps: int = 1, *, tracker: type[MemoryTracke
     allocator held from the driver during the steps, for the whole process (a cache is not owned
     by one workload). tracker: a subclass of MemoryTracker to count with (one that also notes
     something, e.g. helpers.estimate's logits-sized tensors); MemoryTracker by default."""
-    if not isinstance(work, Workload):
-        raise TypeError(f"measure_memory needs a hp.Workload, got {type(work).__name__}; "
-                        "wrap your step as hp.Workload(step, model, optimizer, inputs)")
-    positive("steps", steps, "pass how many training steps to run, 1 or more", whole=True)
-    device = _device_of(work)
-    on_cuda = device.type == "cuda" and not _predicted
-    if on_cuda:
-        gc.collect()  # garbage freed during the steps would otherwise lower the level we measure from
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        allocated_before = torch.cuda.memory_allocated(device)
+    _valid(work, steps, "measure_memory")
     tracker = (tracker or MemoryTracker)(work.model, work.optimizer, work.inputs)
-    with tracker:
-        for i in range(steps):
-            tracker.mark(f"step {i + 1}")
-            work.step()
+    device, cuda = _run_steps(work, steps, tracker, _predicted)
     trace = tracker.trace
     i = trace.peak_index()
     breakdown = {c: s[i] for c, s in trace.by_category().items()}
@@ -395,13 +430,62 @@ def measure_memory(work: Workload, steps: int = 1, *, tracker: type[MemoryTracke
         device=str(device), peak=trace.totals()[i],
         peak_breakdown=breakdown, peak_phase=trace.events[i][1].phase, trace=trace,
         predicted=_predicted, new_optimizer_state=_new_optimizer_state(trace))
-    if on_cuda:
-        torch.cuda.synchronize(device)
+    if cuda is not None:
         first = trace.marks[0][0]  # the events before it are the workload's storage at the start
         tracked_before = trace.totals()[first - 1] if first else 0
-        report.cuda_allocated = (torch.cuda.max_memory_allocated(device) - allocated_before
-                                 + tracked_before)
-        report.cuda_reserved = torch.cuda.max_memory_reserved(device)
+        allocated_before, allocated, report.cuda_reserved = cuda
+        report.cuda_allocated = allocated - allocated_before + tracked_before
+    return report
+
+
+def _valid(work: Workload, steps: int, who: str) -> None:
+    """TypeError or ValueError where `work` is no hp.Workload or `steps` no positive whole number."""
+    if not isinstance(work, Workload):
+        raise TypeError(f"{who} needs a hp.Workload, got {type(work).__name__}; "
+                        "wrap your step as hp.Workload(step, model, optimizer, inputs)")
+    positive("steps", steps, "pass how many training steps to run, 1 or more", whole=True)
+
+
+def _run_steps(work: Workload, steps: int, tracker: MemoryTracker,
+               predicted: bool) -> tuple[torch.device, tuple[int, int, int] | None]:
+    """Run work.step() `steps` times under `tracker`, each step marked; the workload's device and, on CUDA (not for a
+    prediction), the allocator's (allocated bytes before the steps, its allocated peak, its reserved peak) during
+    them, its peak statistics reset just before them."""
+    device = _device_of(work)
+    on_cuda = device.type == "cuda" and not predicted
+    if on_cuda:
+        gc.collect()  # garbage freed during the steps would otherwise lower the level we measure from
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        allocated_before = torch.cuda.memory_allocated(device)
+    with tracker:
+        for i in range(steps):
+            tracker.mark(f"step {i + 1}")
+            work.step()
+    if not on_cuda:
+        return device, None
+    torch.cuda.synchronize(device)
+    return device, (allocated_before, torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
+
+
+def measure_peak(work: Workload, steps: int = 1) -> PeakReport:
+    """The peak of work.step() run `steps` times, and the phase that reached it: hp.measure_memory's peak, peak_phase
+    and (on CUDA) allocator peaks, to the byte, without what the peak holds. It keeps no trace: for a comparison of
+    totals where the breakdown is what a question asks."""
+    _valid(work, steps, "measure_peak")
+    return _peak_of(work, steps, predicted=False)
+
+
+def _peak_of(work: Workload, steps: int, predicted: bool) -> PeakReport:
+    tracker = _PeakTracker(work.model, work.optimizer, work.inputs)
+    device, cuda = _run_steps(work, steps, tracker, predicted)
+    if not tracker._booked:
+        raise ValueError("the trace is empty: nothing was allocated while tracking")
+    report = PeakReport(device=str(device), peak=tracker._top, peak_phase=tracker._top_phase, predicted=predicted)
+    if cuda is not None:
+        allocated_before, allocated, reserved = cuda
+        report = replace(report, cuda_allocated=allocated - allocated_before + tracker._at_first_mark,
+                         cuda_reserved=reserved)
     return report
 
 
@@ -410,29 +494,44 @@ def predict_memory(setup: Callable[[], Workload], steps: int = 1, *,
     """Build the workload with setup() under FakeTensorMode and count its memory: tensors have
     shapes and dtypes but no data, so nothing is allocated and no arithmetic runs (tracker: as for
     measure_memory)."""
+    return _faked(setup, "predict_memory", lambda work: measure_memory(work, steps, tracker=tracker, _predicted=True))
+
+
+def predict_peak(setup: Callable[[], Workload], steps: int = 1) -> PeakReport:
+    """hp.measure_peak on the workload setup() builds under FakeTensorMode (as hp.predict_memory builds it): the
+    predicted peak and its phase, to the byte of hp.predict_memory's, without what the peak holds."""
+    def count(work: Workload) -> PeakReport:
+        _valid(work, steps, "predict_peak")
+        return _peak_of(work, steps, predicted=True)
+    return _faked(setup, "predict_peak", count)
+
+
+def _faked(setup: Callable[[], Workload], who: str, count: Callable[[Workload], Any]) -> Any:
+    """count(work) of the workload setup() builds under FakeTensorMode, with a clear error where the workload or its
+    step uses a real tensor."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     if not callable(setup):
-        raise TypeError("predict_memory needs a function that builds the workload (model, optimizer, "
+        raise TypeError(f"{who} needs a function that builds the workload (model, optimizer, "
                         "inputs, step) so it can be built again with fake tensors")
     with FakeTensorMode():
         work = setup()
         if not isinstance(work, Workload):
-            raise TypeError(f"predict_memory's setup must return a hp.Workload, got {type(work).__name__}")
+            raise TypeError(f"{who}'s setup must return a hp.Workload, got {type(work).__name__}")
         real = _real_tensor(work)
         if real:
-            raise RuntimeError(_BUILT_OUTSIDE.format(what=real))
+            raise RuntimeError(_BUILT_OUTSIDE.format(who=who, what=real))
         try:
-            return measure_memory(work, steps, tracker=tracker, _predicted=True)
+            return count(work)
         except AssertionError as exc:  # FakeTensorMode's own words for a real tensor met in an operator
             if "convert all Tensors to FakeTensors" not in str(exc):
                 raise
-            raise RuntimeError(_BUILT_OUTSIDE.format(what="a tensor the step uses")) from exc
+            raise RuntimeError(_BUILT_OUTSIDE.format(who=who, what="a tensor the step uses")) from exc
 
 
-_BUILT_OUTSIDE = ("predict_memory: {what} was made outside setup(), with real data; build the model, "
+_BUILT_OUTSIDE = ("{who}: {what} was made outside setup(), with real data; build the model, "
                   "optimizer and batch inside the setup function you pass (e.g. "
-                  "hp.predict_memory(lambda: make_workload())), so that they are made as fake tensors")
+                  "hp.{who}(lambda: make_workload())), so that they are made as fake tensors")
 
 
 def _real_tensor(work: Workload) -> str | None:

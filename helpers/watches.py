@@ -30,9 +30,9 @@ _FORMULAS = ("bytes_per_param", "persistent_bytes", "linear_stack_activation_byt
              "zero_bytes", "sharded_bytes", "communication_bytes", "smallest_fit", "choose_interventions")
 
 _HELPERS = {
-    "torch": ("measure_memory", "predict_memory", "saved_for_backward", "held_bytes", "bytes_by_kind", "copies_made",
-              "count_torch_ops", "op_dtypes", "op_seconds", "trace_step", "build_ledger", "fit_per_sequence",
-              "block_row", "plan_from_traces", "rank_memory", *_FORMULAS),
+    "torch": ("predict_memory", "measure_memory", "predict_peak", "measure_peak", "saved_for_backward", "held_bytes",
+              "bytes_by_kind", "copies_made", "count_torch_ops", "op_dtypes", "op_seconds", "trace_step", "build_ledger",
+              "fit_per_sequence", "block_row", "plan_from_traces", "rank_memory", *_FORMULAS),
     "jax": ("xla_memory_plan", "saved_residuals", "tree_bytes", "live_bytes_by", "device_memory", "eager_step_samples",
             "count_ops", "dot_operand_dtypes", "hlo_schedule", "collective_bytes", "plan_step", "plan_per_sequence",
             "plan_per_layer", *_FORMULAS),
@@ -49,6 +49,29 @@ def _own_use(base: type) -> Callable[..., bool]:
         cls = type(self)
         return cls is base or cls.__module__.partition(".")[0] not in own_packages
     counts.__qualname__ = f"own use of {base.__qualname__}"
+    return counts
+
+
+def _own_hooks(base: type) -> Callable[..., bool]:
+    """_own_use(base) for saved_tensors_hooks' __enter__, which also counts a subclass torch defines (save_on_cpu, say)
+    whose pack or unpack hook was replaced by a function of one's own: it runs that function on every saved tensor."""
+    own = _own_use(base)
+    own_packages = {base.__module__.partition(".")[0], __name__.partition(".")[0]}
+
+    def counts(self: object, *args: object, **kwargs: object) -> bool:
+        hooks = [getattr(self, attr, None) for attr in ("pack_hook", "unpack_hook")]
+        return own(self) or any(hook is not None and (getattr(hook, "__module__", None) or "").partition(".")[0]
+                                not in own_packages for hook in hooks)
+    counts.__qualname__ = f"own use of {base.__qualname__} or of its hooks"
+    return counts
+
+
+def _other_than(cls: type) -> Callable[..., bool]:
+    """Whether a call of a method is made on an instance of another class than `cls` (a helper's own tracker, which
+    the helper's name watches)."""
+    def counts(self: object, *args: object, **kwargs: object) -> bool:
+        return type(self) is not cls
+    counts.__qualname__ = f"a call not on a {cls.__qualname__}"
     return counts
 
 
@@ -93,12 +116,13 @@ def _torch_methods() -> list[tuple]:
     from torch.utils.flop_counter import FlopCounterMode
 
     helpers = sys.modules[__name__.rpartition(".")[0]]
+    memory_torch = importlib.import_module(f"{helpers.__name__}.memory_torch")
     hooks = torch.autograd.graph.saved_tensors_hooks
     outside = _outside_call("torch")
     return [
-        (helpers.MemoryTracker, "__enter__"),
+        (helpers.MemoryTracker, "__enter__", _other_than(memory_torch._PeakTracker)),  # measure_peak's: by its name
         (importlib.import_module(f"{helpers.__name__}.ops_torch"), "_dispatched_ops"),  # count_torch_ops, op_dtypes
-        (hooks, "__init__", _own_use(hooks)), (hooks, "__enter__", _own_use(hooks)),   # what autograd saves
+        (hooks, "__init__", _own_use(hooks)), (hooks, "__enter__", _own_hooks(hooks)),  # what autograd saves
         (TorchDispatchMode, "__enter__", _own_use(TorchDispatchMode)),                # a dispatch mode of one's own
         (FlopCounterMode, "__enter__"),
         (torch.profiler.profile, "__enter__"), (torch.profiler.profile, "start"),  # what `with` calls, and a start()

@@ -84,3 +84,83 @@ def _starts_one_and_catches_the_refusal(p):
 def test_without_helpers_fails_a_program_refusal_the_function_caught():
     with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code starts another program \(subprocess\.Popen\)"):
         hp.without_helpers(_starts_one_and_catches_the_refusal, "zero_bytes", part="part 1", hint="h")(10)
+
+
+# A watch counts a program started while it runs as a watched call (trial t22ex07 F4: exercise 7's answer printed by
+# hp.predict_memory in a subprocess during part 3's watch passed the check): the program may run the helper out of
+# the watch's reach. Each route that without_helpers refuses counts.
+@pytest.fixture
+def fresh_kernel():
+    """What a kernel restart does to the watch: no watch, no counted call (after the test as well)."""
+    from helpers import checks
+    checks._unwatch()
+    checks._forget_calls()
+    yield checks
+    checks._unwatch()
+    checks._forget_calls()
+
+
+@pytest.mark.parametrize("fn, how", [
+    (_in_a_subprocess, "subprocess.Popen"), (_through_os_system, "os.system"), (_through_os_fork, "os.fork"),
+    (_through_multiprocessing("spawn"), "multiprocessing's Process.start")])
+def test_a_program_started_during_a_watch_fails_the_check_until_the_kernel_restarts(fresh_kernel, fn, how):
+    hp.watch_helpers("zero_bytes")
+    fn(10)  # a scratch cell: the program may run the helper, out of the watch's reach
+    message = (rf"^part 2: another program was started \({how}\) while the helpers that work out what this part asks "
+               r"were watched: a program can run them out of the watch's reach\. It counts until this check passes: "
+               r"restart the kernel.*Hint: count it$")
+    with pytest.raises(hp.WrongAnswer, match=message):
+        hp.assert_helpers_unused(part="part 2", hint="count it")
+    hp.watch_helpers("zero_bytes")  # the cell that starts the watch run again: the program still counts
+    with pytest.raises(hp.WrongAnswer, match=message):
+        hp.assert_helpers_unused(part="part 2", hint="count it")
+    hp.watch_helpers("sharded_bytes")  # a watch of other helpers, no check having passed: it counts there too
+    with pytest.raises(hp.WrongAnswer, match=message):
+        hp.assert_helpers_unused(part="part 2", hint="count it")
+    fresh_kernel._forget_calls()  # a kernel restart
+    hp.assert_helpers_unused(part="part 2", hint="count it")  # nothing since: it passes and ends the watch
+    fn(10)  # no watch: a program counts for nothing
+    hp.watch_helpers("zero_bytes")
+    hp.assert_helpers_unused(part="part 2", hint="count it")
+    assert multiprocessing.process.BaseProcess.start.__name__ == "start"  # multiprocessing's own, once the watch ends
+
+
+def test_a_program_running_beside_the_kernel_fails_a_watched_check(fresh_kernel):
+    worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:  # started before the watch (above the setup cell, say), asked for the answer during it
+        hp.watch_helpers("zero_bytes")
+        with pytest.raises(hp.WrongAnswer, match=rf"^part 2: another program runs beside this kernel \(process "
+                                                 rf"{worker.pid} \(python.*\)\) while the helpers"):
+            hp.assert_helpers_unused(part="part 2", hint="count it")
+    finally:
+        worker.communicate(b"")
+    hp.assert_helpers_unused(part="part 2", hint="count it")  # it has ended: the check passes
+
+
+def test_stop_false_checks_without_ending_the_watch(fresh_kernel):
+    """The first line of a check (trial t22ex07 F6): a watched call fails it before anything confirms an answer,
+    and without a call the watch goes on, so a call made before the check's last line still fails it."""
+    hp.watch_helpers("zero_bytes")
+    hp.assert_helpers_unused(part="part 3", hint="h", stop=False)
+    assert "hp.zero_bytes" in fresh_kernel._WATCHED  # still watched
+    hp.zero_bytes(10, 2, 1)
+    with pytest.raises(hp.WrongAnswer, match=r"^part 3: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 3", hint="h", stop=False)
+    with pytest.raises(hp.WrongAnswer, match=r"^part 3: hp\.zero_bytes works out"):
+        hp.assert_helpers_unused(part="part 3", hint="h")
+    fresh_kernel._forget_calls()
+    hp.assert_helpers_unused(part="part 3", hint="h", stop=False)
+    hp.assert_helpers_unused(part="part 3", hint="h")
+    assert not fresh_kernel._WATCHED
+
+
+def test_the_course_s_own_look_for_a_gpu_does_not_count(fresh_kernel, monkeypatch):
+    """hp.profile (hp.sized) before a framework is imported asks nvidia-smi where the driver's /proc folder is
+    missing: a given cell may call it during a watch."""
+    from helpers import device
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(device.os.path, "isdir", lambda path: False)
+    monkeypatch.setattr(device.shutil, "which", lambda name: "/bin/true")
+    hp.watch_helpers("zero_bytes")
+    assert device._driver_lists_gpu() is False  # ran /bin/true -L
+    hp.assert_helpers_unused(part="part 2", hint="h")

@@ -355,3 +355,87 @@ def test_a_model_built_outside_setup_is_explained_in_one_line():
     assert "\n" not in str(caught.value)
     with pytest.raises(TypeError, match="setup must return a hp.Workload, got tuple"):
         hp.predict_memory(lambda: (work.step, work.model))
+
+
+def _small_setup():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+    X = torch.randn(128, 256)
+    opt = torch.optim.AdamW(net.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        net(X).square().mean().backward()
+        opt.step()
+
+    return hp.Workload(step, net, opt, (X,))
+
+
+def test_a_tracker_goes_with_its_report_and_keeps_no_cycle():
+    """Trial t22ex07 F2: a tracker was kept alive by its storages' weak-reference callbacks (a reference cycle), and
+    gc.get_objects() found it, with its trace, after the given cell had deleted the report. Without a collection,
+    the tracker now goes as measure_memory returns, and the trace with the report."""
+    import gc
+    import weakref
+
+    made = []
+
+    class Noted(hp.MemoryTracker):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for run in (lambda: hp.measure_memory(_small_setup(), tracker=Noted),
+                    lambda: hp.predict_memory(_small_setup, tracker=Noted)):
+            report = run()
+            trace = weakref.ref(report.trace)
+            assert made[-1]() is None, "the tracker outlived the measurement"
+            del report
+            assert trace() is None, "the trace outlived its report"
+        with Noted() as tracker:
+            kept = torch.ones(10)
+        assert tracker.trace.totals() == [40]  # what it found stays in its trace after __exit__
+        del tracker
+        assert made[-1]() is None
+        del kept
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def test_measure_peak_and_predict_peak_give_the_reports_peak_and_phase_and_nothing_more():
+    for steps in (1, 2):
+        full, peak = hp.measure_memory(_small_setup(), steps=steps), hp.measure_peak(_small_setup(), steps=steps)
+        assert (peak.peak, peak.peak_phase, peak.predicted) == (full.peak, full.peak_phase, False)
+        full, peak = hp.predict_memory(_small_setup, steps=steps), hp.predict_peak(_small_setup, steps=steps)
+        assert (peak.peak, peak.peak_phase, peak.predicted) == (full.peak, full.peak_phase, True)
+    assert not hasattr(peak, "peak_breakdown") and not hasattr(peak, "trace")
+    assert str(peak).startswith("predicted peak (live tensor storage): ") \
+        and str(peak).endswith(f"in {peak.peak_phase}")
+    work = _sgd_workload()
+    assert hp.measure_peak(work).peak == hp.measure_memory(_sgd_workload()).peak
+    with pytest.raises(TypeError, match="measure_peak needs a hp.Workload"):
+        hp.measure_peak(lambda: None)
+    with pytest.raises(RuntimeError, match=r"^predict_peak: the model's 'weight' was made outside setup\(\)"):
+        hp.predict_peak(lambda: work)
+    with pytest.raises(ValueError, match="the trace is empty"):
+        hp.measure_peak(hp.Workload(lambda: None))
+
+
+def test_the_tracker_of_measure_peak_keeps_no_trace_while_it_counts():
+    """What a step of one's own could find with gc.get_objects() while hp.measure_peak counts it: a tracker whose
+    trace is empty, so nothing of what the peak holds."""
+    import gc
+
+    found = []
+    inner = _small_setup()
+
+    def step():
+        inner.step()
+        found.extend(o for o in gc.get_objects() if isinstance(o, hp.MemoryTracker))
+
+    hp.measure_peak(hp.Workload(step, inner.model, inner.optimizer, inner.inputs))
+    assert found and all(not t.trace.events for t in found)

@@ -298,3 +298,56 @@ def test_a_jax_tool_fails_the_check_and_a_step_does_not():
     assert _fails_the_check(("torch", "jax"), lambda: jax.ad_checkpoint.print_saved_residuals(jnp.sin, 1.0)), (
         "print_saved_residuals under a watch of both lists should fail the check")
     assert jax.vjp.__name__ == "vjp" and "vjp" not in checks._WATCHED
+
+
+def test_torch_s_own_saved_tensor_hooks_count_once_their_hooks_are_ones_own():
+    """Trial t22ex07 F11: save_on_cpu (a subclass torch defines, which a step may use) with its pack hook replaced by a
+    function of one's own lists every tensor autograd saves; as torch made it, it does not count."""
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 4, requires_grad=True)
+
+    def offloaded():  # what a step may run
+        with torch.autograd.graph.save_on_cpu():
+            (x @ x).sum().backward()
+
+    def listed():
+        seen = []
+        hooks = torch.autograd.graph.save_on_cpu()
+        own = hooks.pack_hook
+        hooks.pack_hook = lambda t: (seen.append(tuple(t.shape)), own(t))[1]
+        with hooks:
+            (x @ x).sum().backward()
+        assert seen
+
+    assert not _fails_the_check("torch", offloaded), "torch's save_on_cpu as it is should not fail the check"
+    assert _fails_the_check("torch", listed), "save_on_cpu with a pack hook of one's own should fail the check"
+
+
+def test_the_peak_helpers_count_by_their_names_only():
+    """hp.measure_peak and hp.predict_peak run a MemoryTracker of their own, which MemoryTracker.__enter__ does not
+    count: a watch that leaves them out for its given cells (exercise 7) lets them run, and every other watch counts
+    them by name; a MemoryTracker of one's own counts either way."""
+    torch = pytest.importorskip("torch")
+
+    def setup():
+        net = torch.nn.Linear(8, 8)
+        X = torch.randn(4, 8)
+        return hp.Workload(lambda: net(X).sum().backward(), net, None, (X,))
+
+    def peaks():
+        hp.predict_peak(setup)
+        hp.measure_peak(setup())
+
+    def tracked():
+        with hp.MemoryTracker():
+            torch.ones(3)
+
+    left_out = ["measure_peak", "predict_peak"]
+    for run, counted in [(peaks, False), (tracked, True)]:
+        checks._forget_calls()
+        hp.watch_measuring("torch", leave_out=left_out)
+        run()
+        assert bool([label for label, (count, *_) in checks._WATCHED.items() if count[0]]) == counted
+        checks._forget_calls()
+        hp.assert_helpers_unused(part="test", hint="none")
+    assert _fails_the_check("torch", peaks), "the peak helpers under a watch that keeps them should fail the check"
