@@ -130,19 +130,22 @@ def test_measurement_is_deterministic():
     assert a.trace.totals() == b.trace.totals()
 
 
+def _small_setup():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+    X = torch.randn(128, 256)
+    opt = torch.optim.AdamW(net.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        net(X).square().mean().backward()
+        opt.step()
+
+    return hp.Workload(step, net, opt, (X,))
+
+
 def test_prediction_matches_measurement_on_a_small_model():
-    def setup():
-        torch.manual_seed(0)
-        net = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
-        X = torch.randn(128, 256)
-        opt = torch.optim.AdamW(net.parameters())
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            net(X).square().mean().backward()
-            opt.step()
-
-        return hp.Workload(step, net, opt, (X,))
+    setup = _small_setup
 
     measured = hp.measure_memory(setup(), steps=2)
     predicted = hp.predict_memory(setup, steps=2)
@@ -355,20 +358,6 @@ def test_a_model_built_outside_setup_is_explained_in_one_line():
     assert "\n" not in str(caught.value)
     with pytest.raises(TypeError, match="setup must return a hp.Workload, got tuple"):
         hp.predict_memory(lambda: (work.step, work.model))
-
-
-def _small_setup():
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
-    X = torch.randn(128, 256)
-    opt = torch.optim.AdamW(net.parameters())
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        net(X).square().mean().backward()
-        opt.step()
-
-    return hp.Workload(step, net, opt, (X,))
 
 
 def test_a_tracker_goes_with_its_report_and_keeps_no_cycle():
