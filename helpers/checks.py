@@ -310,6 +310,77 @@ def _refuse_programs(event: str, args: tuple) -> None:  # the audit hook, called
             raise _program_refused(event)
         if _WATCHED and not _own_program():
             _STARTED.append(event)
+    elif _WATCHED and event in _MEMORY_EVENTS:
+        what = _memory_read(event, args)
+        if what is not None and not _kernel_s_own_read():
+            ProcessMemory.read(what)
+
+
+# Reading the process's memory use measures what a step keeps as well as a tracer does, with no tool of the watch:
+# the resident size before and after `del out` (trial t25ex20 F1, /proc/self/statm; psutil reads the same files). The
+# audit hook above sees every such read, whatever opens the file (open, os.open, pathlib, psutil) or reaches C's
+# allocator statistics (ctypes), and hands it to ProcessMemory.read, which hp.measuring_tools lists in either
+# framework: a watch counts it as a call of a measuring tool. resource.getrusage, which raises no audit event, is
+# watched by name there.
+_MEMORY_EVENTS = frozenset(("open", "ctypes.dlsym"))
+_MEMORY_FILES = frozenset(("status", "statm", "stat", "smaps", "smaps_rollup", "maps", "numa_maps", "pagemap"))
+_MEMORY_SYMBOLS = frozenset(("mallinfo", "mallinfo2", "malloc_stats", "malloc_info", "getrusage", "sysinfo"))
+
+
+class ProcessMemory:
+    """A read of this process's memory use, as a watch counts it: an open of the process's own /proc folder or of
+    its memory files (status, statm, stat, smaps, smaps_rollup, maps, numa_maps, pagemap; a thread's too), of
+    /proc/meminfo or of a cgroup's memory.* files, or C's allocator statistics or getrusage reached through ctypes,
+    by code other than the kernel's and the course's own. Python's audit hook calls read for each while a watch
+    runs; hp.measuring_tools lists it, so the watch counts the call."""
+
+    def read(what: str) -> None:  # called on the class, by the audit hook: no instance
+        """One read of the process's memory use, through `what` (the file, or the C function)."""
+
+
+def _memory_read(event: str, args: tuple) -> str | None:
+    """The file or C function through which an audit event reads this process's memory use, else None."""
+    if event == "ctypes.dlsym":
+        return args[1] if len(args) > 1 and args[1] in _MEMORY_SYMBOLS else None
+    path = args[0] if args else None
+    if not isinstance(path, (str, bytes)):
+        try:
+            path = os.fspath(path)  # a pathlib.Path; an int is a file already open
+        except TypeError:
+            return None
+    path = os.fsdecode(path)
+    if not path.startswith("/"):
+        path = os.path.join(os.getcwd(), path)  # the working folder as the system resolved it: no link in it
+    if not path.startswith(("/proc", "/sys/fs/cgroup")):
+        return None  # an import's, a data file's: the common case, decided at once
+    real = os.path.realpath(path)  # /proc/self and /proc/thread-self, "..", a relative path (os.chdir("/proc/self"))
+    if real.startswith("/sys/fs/cgroup/"):
+        return real if real.rpartition("/")[2].startswith("memory.") else None
+    own = f"/proc/{os.getpid()}"
+    if real in ("/proc", "/proc/meminfo"):  # the folder: os.open(name, dir_fd=...) reads a file with no path of its own
+        return real
+    if real != own and not real.startswith(own + "/"):
+        return None
+    rest = real[len(own) + 1:].split("/") if real != own else []
+    if rest[:1] == ["task"]:
+        rest = rest[2:]  # a thread's own folder holds the same files
+    return real if not rest or (len(rest) == 1 and rest[0] in _MEMORY_FILES) else None
+
+
+def _kernel_s_own_read() -> bool:
+    """Whether a read of the process's memory comes from the kernel itself (ipykernel answers a front end's
+    usage_request with psutil) or from the course's helpers, not from a notebook's code: the innermost frame of
+    the notebook (__main__), the kernel or the helpers decides."""
+    own = ("ipykernel.", __name__.rpartition(".")[0] + ".")
+    frame = sys._getframe(2)  # past this function and the hook: the code that opened the file
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if name == "__main__":
+            return False
+        if name.startswith(own):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _own_program() -> bool:

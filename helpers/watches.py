@@ -1,7 +1,9 @@
 """What a watch covers: one list per framework of the course helpers and framework tools that measure, trace,
 count or plan what a step keeps, dispatches, computes or allocates (hp.measuring_tools), and the watch over all
 of them (hp.watch_measuring). Every exercise that watches starts its watch from this list, so a route closed in one
-exercise is closed in all: a helper or tool added here is watched everywhere at once.
+exercise is closed in all: a helper or tool added here is watched everywhere at once. Either list also holds a read of
+the process's memory use (its /proc files, C's allocator statistics, resource.getrusage), which measures what a step
+keeps with no framework tool at all.
 
 A framework tool is watched only where it READS a plan or a trace, not where a step merely runs: a given cell in a
 watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
@@ -165,6 +167,19 @@ def _jax_methods() -> list[tuple]:
     return [(owner, attr, outside) for owner, attr in methods]
 
 
+def _memory_methods() -> list[tuple]:
+    """Reading the process's memory use, in either framework: the resident size before and after `del out` is what a
+    step keeps (trial t25ex20 F1). checks.ProcessMemory.read is what the audit hook calls for a read of the process's
+    /proc memory files (psutil's too) or of C's allocator statistics; resource.getrusage (ru_maxrss) raises no audit
+    event and is watched by name, but for IPython's own calls (%time reads the CPU times)."""
+    from . import checks
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return [(checks.ProcessMemory, "read")]
+    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython"))]
+
+
 def _label(method: tuple) -> str:
     owner, attr = method[0], method[1]
     return f"{getattr(owner, '__qualname__', None) or owner.__name__}.{attr}"
@@ -175,8 +190,9 @@ def measuring_tools(framework: str | tuple[str, ...], *, extra: Iterable[str | t
     """The course helpers (names, as hp.<name>) and framework methods ((class or module, attribute) pairs, some
     with a third item that says which calls count) that measure, trace, count or plan what a step keeps,
     dispatches, computes or allocates in `framework` ("torch" or "jax", or both, ("torch", "jax"), for a notebook
-    of neither framework whose answer either could measure): what watch_helpers(*names, methods=methods) watches
-    in every exercise. It imports the frameworks named. `extra` adds a part's own (a helper's name, or a method
+    of neither framework whose answer either could measure), and in either a read of the process's memory use
+    (resource.getrusage; ProcessMemory.read, which stands for its /proc files and C's allocator statistics): what
+    watch_helpers(*names, methods=methods) watches in every exercise. It imports the frameworks named. `extra` adds a part's own (a helper's name, or a method
     pair); `leave_out` drops what a given cell of the part needs, by the helper's name or the method's label
     ("FlopCounterMode.__enter__"): a name that is in neither list is an error, not a silent no-op."""
     frameworks = (framework,) if isinstance(framework, str) else tuple(framework)
@@ -184,6 +200,7 @@ def measuring_tools(framework: str | tuple[str, ...], *, extra: Iterable[str | t
         raise ValueError(f"framework is 'torch', 'jax' or a tuple of them, not {framework!r}")
     names = [name for f in frameworks for name in _HELPERS[f]]
     methods = [m for f in dict.fromkeys(frameworks) for m in (_torch_methods() if f == "torch" else _jax_methods())]
+    methods += _memory_methods()  # once, whatever the frameworks
     for item in extra:
         if isinstance(item, str):
             names.append(item)

@@ -99,7 +99,9 @@ def test_both_lists_at_once():
     names, methods = hp.measuring_tools(("torch", "jax"))
     assert set(names) == set(torch_names) | set(jax_names) and len(set(names)) == len(names)
     labels = [watches._label(m) for m in methods]
-    assert labels == [watches._label(m) for m in torch_methods + jax_methods] and len(set(labels)) == len(labels)
+    memory = [watches._label(m) for m in watches._memory_methods()]   # in both lists, once, last
+    assert labels == [watches._label(m) for m in torch_methods + jax_methods if watches._label(m) not in memory] + memory
+    assert len(set(labels)) == len(labels)
 
 
 def _fails_the_check(framework, run, leave_out=()) -> bool:
@@ -116,6 +118,70 @@ def _fails_the_check(framework, run, leave_out=()) -> bool:
             checks._forget_calls()
             hp.assert_helpers_unused(part="test", hint="none")
     return caught
+
+
+def memory_reads() -> dict:
+    """Each public route to the process's memory use, which gives what a step keeps with no framework tool: the
+    resident size before and after `del out` (trial t25ex20 F1 read /proc/self/statm); psutil reads the same files."""
+    import ctypes
+    import os
+    import pathlib
+    import resource
+
+    def opened(path):
+        def run():
+            with open(path) as f:
+                f.read()
+        return run
+
+    found = {"/proc/self/statm": opened("/proc/self/statm"), "/proc/<pid>/status": opened(f"/proc/{os.getpid()}/status"),
+             "/proc/thread-self/smaps_rollup": opened("/proc/thread-self/smaps_rollup"),
+             "/proc/self/stat through pathlib": lambda: pathlib.Path("/proc/self/stat").read_bytes(),
+             "/proc/self/smaps through os.open": lambda: os.close(os.open(b"/proc/self/smaps", os.O_RDONLY)),
+             "/proc/self/task/../statm": opened("/proc/self/task/../statm"),
+             "/proc/self as a dir_fd": lambda: os.close(os.open("/proc/self", os.O_RDONLY)),
+             "/proc/meminfo": opened("/proc/meminfo"),
+             "resource.getrusage": lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+             "mallinfo2 through ctypes": lambda: ctypes.CDLL(None).mallinfo2}
+    try:
+        import psutil
+    except ImportError:
+        return found
+    found["psutil's memory_info"] = lambda: psutil.Process().memory_info().rss
+    return found
+
+
+def test_a_read_of_the_process_s_memory_fails_the_check_and_other_reads_do_not():
+    """Trial t25ex20 F1: the process's resident size, read before and after `del out`, measured both parts of
+    exercise 20 with no course helper; each route counts in either framework's watch. Other files of /proc and
+    the kernel's own reads do not: ipykernel answers a front end's usage_request with psutil, IPython's %time
+    calls resource.getrusage, the course's helpers read /proc for the device and the programs still running."""
+    import os
+    import resource
+
+    from IPython.utils.timing import clock
+
+    def os_file():
+        with open(os.devnull) as f:
+            f.read()
+
+    def kernel_s_own():
+        kernel = {"__name__": "ipykernel.kernelbase"}   # a function of ipykernel's, as its usage_request is
+        exec("def statm():\n    with open('/proc/self/statm') as f:\n        return f.read()", kernel)
+        kernel["statm"]()
+
+    others = {"/proc/cpuinfo": lambda: open("/proc/cpuinfo").read(), "os.devnull": os_file,
+              "the helpers' programs": checks._programs_running, "IPython's clock (%time)": clock,
+              "the kernel's own read": kernel_s_own}
+    for framework in ("torch", "jax", ("torch", "jax")):
+        pytest.importorskip(framework if isinstance(framework, str) else "jax")
+        for name, run in memory_reads().items():
+            assert _fails_the_check(framework, run), f"{name} under a {framework} watch should fail the check"
+        for name, run in others.items():
+            assert not _fails_the_check(framework, run), f"{name} under a {framework} watch should not fail the check"
+    assert resource.getrusage.__module__ == "resource"   # the watch gave it back
+    open("/proc/self/statm").read()   # and with no watch, nothing counts
+    assert not checks._WATCHED
 
 
 def profilers(x) -> dict:
