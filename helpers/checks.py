@@ -174,22 +174,25 @@ def count_try(name: str, value: object, tolerance: float | None = None, *, passe
     _tried(name, _digest(name, value if tolerance is None else _rounded(value, tolerance)))
 
 
-def check_answer(name: str, value: object, digest: str, hint: str = "", show_value: bool = True) -> None:
+def check_answer(name: str, value: object, digest: str | tuple[str, ...], hint: str = "",
+                 show_value: bool = True) -> None:
     """Raise WrongAnswer(name, hint) unless answer_digest(name, value) is digest, else print one line.
 
     The expected answer appears only as its hash salted with `name`, so a student can check an answer
-    without reading it. Round a float to the precision the question asks for before passing it.
+    without reading it. Round a float to the precision the question asks for before passing it. A question
+    with two defensible answers passes a tuple of their digests: either passes, and neither counts as a try.
     show_value=False for an answer from a few small values (a count from 1 to 6), which a student could
     find by trying them in turn: the message then repeats neither the value tried nor "not ... yet", and
     the hint should say what to count. Past _ANSWER_TRIES different wrong values for one name in a kernel it
     refuses that name until the kernel restarts (a loop over the values is not the work)."""
-    if not name or not digest:
+    digests = (digest,) if isinstance(digest, str) else tuple(digest)
+    if not name or not digests or not all(digests):
         raise ValueError("check_answer needs the answer's name and its digest: "
                          "digest = hp.answer_digest(name, expected_value)")
-    _EXPECTED.setdefault(name, set()).add(digest)
+    _EXPECTED.setdefault(name, set()).update(digests)
     yours = _digest(name, value)
     _tried(name, yours)
-    if yours != digest:
+    if yours not in digests:
         if not show_value:
             raise WrongAnswer(f"{name} is not what the question asks for" + (f". Hint: {hint}" if hint else ""))
         shown = _canonical(value)

@@ -219,6 +219,21 @@ def test_the_count_is_per_name_and_the_right_value_never_counts(capsys):
         hp.check_answer("part 3: first_update", 3, first)
 
 
+def test_check_answer_with_two_defensible_answers_passes_either_and_counts_neither(fresh_answers, capsys):
+    both = (fresh_answers._digest("part 3: reads", {"gelu": {"h1", "pieces"}}),
+            fresh_answers._digest("part 3: reads", {"gelu": {"pieces"}}))   # the literals a check cell holds
+    for value in range(6):   # six different wrong values: the limit, not past it
+        with pytest.raises(hp.WrongAnswer, match=r"^part 3: reads is not what the question asks for"):
+            hp.check_answer("part 3: reads", {"gelu": {f"v{value}"}}, both, show_value=False)
+        hp.check_answer("part 3: reads", {"gelu": {"h1", "pieces"}}, both, show_value=False)
+        hp.check_answer("part 3: reads", {"gelu": {"pieces"}}, both, show_value=False)
+    assert capsys.readouterr().out == "check passed: part 3: reads\n" * 12
+    with pytest.raises(hp.WrongAnswer, match=r"^part 3: reads: too many different answers"):
+        hp.check_answer("part 3: reads", {"gelu": {"h1"}}, both, show_value=False)
+    with pytest.raises(ValueError, match="needs the answer's name and its digest"):
+        hp.check_answer("part 3: other", 1, ())
+
+
 def test_a_check_that_compares_the_digest_itself_counts_only_the_values_other_than_its_expected_one(fresh_answers):
     expected = fresh_answers._digest("part 2: w", 4_194_304)   # the literal the check cell holds
 
