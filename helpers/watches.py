@@ -6,7 +6,8 @@ exercise is closed in all: a helper or tool added here is watched everywhere at 
 A framework tool is watched only where it READS a plan or a trace, not where a step merely runs: a given cell in a
 watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
 here, Compiled.memory_analysis and Lowered.as_text are, and so is a compile that writes XLA's or jax's dump (the
-compiled program, its buffer assignment and memory report: the plan, in files), whatever route asked for it; torch's saved_tensors_hooks and TorchDispatchMode count
+compiled program, its buffer assignment and memory report: the plan, in files) or XLA's verbose log, whatever route
+asked for it; torch's saved_tensors_hooks and TorchDispatchMode count
 only when the class itself or a class of one's own is used (torch.utils.checkpoint and FakeTensorMode enter
 subclasses of them to run a step, and those do not count). torch's graph tracers are the exception: no given cell
 compiles or traces a torch step, and every public route to a step's backward graph (make_fx, functorch.compile's
@@ -106,7 +107,9 @@ def _folders(package: str) -> list[str]:
     importing one that is not imported yet."""
     module = sys.modules.get(package)
     if module is not None:
-        return [os.path.dirname(module.__file__)] if getattr(module, "__path__", None) is None else list(module.__path__)
+        path = getattr(module, "__path__", None)
+        file = getattr(module, "__file__", None)
+        return list(path) if path is not None else [os.path.dirname(file)] if file else []
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
@@ -196,6 +199,16 @@ def _jax_methods() -> list[tuple]:
 # XLA_FLAGS as the kernel had it when the helpers were imported (the setup cell, after `import jax`): XLA reads it once,
 # when jax first starts its backend, so a dump flag set then writes every compile's dump even if it is taken out later
 _XLA_FLAGS_AT_IMPORT = os.environ.get("XLA_FLAGS", "")
+# and XLA's verbose log (TF_CPP_VMODULE=buffer_assignment=2 prints each compile's buffer assignment to the kernel's
+# stderr, which Jupyter shows), read as early
+_VLOG = ("TF_CPP_VMODULE", "TF_CPP_MAX_VLOG_LEVEL")
+_VLOG_AT_IMPORT = {name: os.environ.get(name, "") for name in _VLOG}
+
+
+def _verbose_log(env: dict) -> bool:
+    """Whether TF_CPP_VMODULE names a module or TF_CPP_MAX_VLOG_LEVEL is above 0 in `env`."""
+    level = env.get("TF_CPP_MAX_VLOG_LEVEL", "").strip()
+    return bool(env.get("TF_CPP_VMODULE", "").strip()) or (level.lstrip("-").isdigit() and int(level) > 0)
 
 
 def _dumping_flags(flags: str) -> bool:
@@ -217,9 +230,10 @@ def _jax_dumps() -> list[tuple]:
     """The dumps that write a compiled plan to files (trial t25ex11 F1), each where every route to it ends, with its
     own label. XLA's dump: a compile whose compiler options hold an xla_dump* key (jit's compiler_options, pjit's,
     Lowered.compile's: all reach compiler.get_compile_options), or any compile while XLA_FLAGS holds one (now, or
-    when the helpers were imported). jax's own dump, jax_dump_ir_to (set by jax.config.update or JAX_DUMP_IR_TO):
-    any module or jaxpr it would write. The code of each function is swapped (as _getters' getters are), so every
-    call counts, whoever makes it, as the filter says; the stand-in owner names the route."""
+    when the helpers were imported). XLA's verbose log, which prints the buffer assignment: any compile while
+    TF_CPP_VMODULE or TF_CPP_MAX_VLOG_LEVEL asks for it. jax's own dump, jax_dump_ir_to (set by jax.config.update
+    or JAX_DUMP_IR_TO): any module or jaxpr it would write. The code of each function is swapped (as _getters'
+    getters are), so every call counts, whoever makes it, as the filter says; the stand-in owner names the route."""
     from jax._src import compiler, jaxpr_util
     from jax._src import config as jax_config
     from jax._src.interpreters import mlir
@@ -236,11 +250,17 @@ def _jax_dumps() -> list[tuple]:
         return bool(flag.value)
     jax_dump.__qualname__ = "a module or jaxpr written while jax_dump_ir_to is set"
 
-    xla = type("XLA", (), {"xla_dump": compiler.get_compile_options, "__module__": "jax"})
+    def vlog(*args: object, **kwargs: object) -> bool:
+        return _verbose_log(os.environ) or _verbose_log(_VLOG_AT_IMPORT)
+    vlog.__qualname__ = "a compile while TF_CPP_VMODULE or TF_CPP_MAX_VLOG_LEVEL asks for XLA's verbose log"
+
+    xla = type("XLA", (), {"xla_dump": compiler.get_compile_options, "vlog": compiler.compile_or_get_cached,
+                           "__module__": "jax"})
     config = type("config", (), {"jax_dump_ir_to": mlir.dump_module_to_file,
                                  "jax_dump_ir_modes": jaxpr_util.maybe_dump_jaxpr_to_file, "__module__": "jax"})
     config.__qualname__ = "jax.config"
-    return [(xla, "xla_dump", xla_dump), (config, "jax_dump_ir_to", jax_dump), (config, "jax_dump_ir_modes", jax_dump)]
+    return [(xla, "xla_dump", xla_dump), (xla, "vlog", vlog), (config, "jax_dump_ir_to", jax_dump),
+            (config, "jax_dump_ir_modes", jax_dump)]
 
 
 def _label(method: tuple) -> str:

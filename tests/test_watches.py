@@ -303,8 +303,9 @@ def test_a_jax_tool_fails_the_check_and_a_step_does_not():
 def test_a_dump_of_the_compiled_plan_fails_the_check(tmp_path, monkeypatch):
     """Trial t25ex11 F1: XLA's dump (the compiled program, its buffer assignment and memory report, in files) gives
     the plan with no watched tool: a compile with an xla_dump* compiler option (jit's, Lowered.compile's, pjit's), any
-    compile while XLA_FLAGS holds one (now, or when the helpers were imported; in a --flagfile too), and jax's own
-    dump, jax_dump_ir_to, each count; a compile with other options, and one with none, do not."""
+    compile while XLA_FLAGS holds one (now, or when the helpers were imported; in a --flagfile too) or XLA's verbose
+    log is asked for (TF_CPP_VMODULE, TF_CPP_MAX_VLOG_LEVEL), and jax's own dump, jax_dump_ir_to, each count; a
+    compile with other options, and one with none, do not."""
     jax = pytest.importorskip("jax")
     import warnings
     jnp = jax.numpy
@@ -349,6 +350,15 @@ def test_a_dump_of_the_compiled_plan_fails_the_check(tmp_path, monkeypatch):
     assert _fails_the_check("jax", compile_fresh()), (
         "a dump flag that XLA_FLAGS held when the helpers were imported, taken out since, should fail the check")
     monkeypatch.setattr(watches, "_XLA_FLAGS_AT_IMPORT", "")
+    # XLA's verbose log prints each compile's buffer assignment to stderr, which Jupyter shows
+    monkeypatch.setenv("TF_CPP_VMODULE", "buffer_assignment=2")
+    assert _fails_the_check("jax", compile_fresh()), "a compile while TF_CPP_VMODULE is set should fail the check"
+    monkeypatch.delenv("TF_CPP_VMODULE")
+    monkeypatch.setattr(watches, "_VLOG_AT_IMPORT", {"TF_CPP_MAX_VLOG_LEVEL": "2"})
+    assert _fails_the_check("jax", compile_fresh()), (
+        "a verbose level that the environment held when the helpers were imported should fail the check")
+    monkeypatch.setattr(watches, "_VLOG_AT_IMPORT", {"TF_CPP_MAX_VLOG_LEVEL": "0"})
+    assert not _fails_the_check("jax", compile_fresh()), "TF_CPP_MAX_VLOG_LEVEL=0 should not fail the check"
 
     def jax_dump(modes):
         def run():
