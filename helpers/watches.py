@@ -7,7 +7,9 @@ keeps with no framework tool at all.
 
 A framework tool is watched only where it READS a plan or a trace, not where a step merely runs: a given cell in a
 watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
-here, Compiled.memory_analysis and Lowered.as_text are; torch's saved_tensors_hooks and TorchDispatchMode count
+here, Compiled.memory_analysis and Lowered.as_text are, and so is a compile that writes XLA's or jax's dump (the
+compiled program, its buffer assignment and memory report: the plan, in files) or XLA's verbose log, whatever route
+asked for it; torch's saved_tensors_hooks and TorchDispatchMode count
 only when the class itself or a class of one's own is used (torch.utils.checkpoint and FakeTensorMode enter
 subclasses of them to run a step, and those do not count). torch's graph tracers are the exception: no given cell
 compiles or traces a torch step, and every public route to a step's backward graph (make_fx, functorch.compile's
@@ -21,6 +23,8 @@ Importing this module imports neither torch nor jax: measuring_tools imports the
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import sys
 from typing import Callable, Iterable
 
@@ -84,17 +88,44 @@ def _outside_call(*packages: str, but: tuple[str, ...] = ()) -> Callable[..., bo
     counts too: the public routes that reach the tool through them (make_fx through torch's AOT autograd)."""
     from . import checks
     own_packages = {*packages, __name__.partition(".")[0]}
+    # decided by the caller's code file, not by the __name__ its globals hold, which exec(code, {"__name__": ...})
+    # sets to any module's name (trial t25ex11 F6)
+    own = tuple(folder + os.sep for package in own_packages for folder in _folders(package))
+    through = tuple(path for module in but for path in _module_paths(module))
 
     def counts(*args: object, **kwargs: object) -> bool:
         frame = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename == checks.__file__:  # the watch's own stub and wrapper
             frame = frame.f_back
-        caller = frame.f_globals.get("__name__", "") if frame is not None else ""
-        return (caller.partition(".")[0] not in own_packages
-                or any(caller == module or caller.startswith(module + ".") for module in but))
+        filename = frame.f_code.co_filename if frame is not None else ""
+        return not filename.startswith(own) or (bool(through) and filename.startswith(through))
     counts.__qualname__ = (f"a call from outside {', '.join(sorted(own_packages))}"
                            + (f" or from {', '.join(but)}" if but else ""))
     return counts
+
+
+def _folders(package: str) -> list[str]:
+    """The folders of an installed top-level package (its __path__, or where it would be imported from), without
+    importing one that is not imported yet."""
+    module = sys.modules.get(package)
+    if module is not None:
+        path = getattr(module, "__path__", None)
+        file = getattr(module, "__file__", None)
+        return list(path) if path is not None else [os.path.dirname(file)] if file else []
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    return list(spec.submodule_search_locations or ([os.path.dirname(spec.origin)] if spec.origin else []))
+
+
+def _module_paths(module: str) -> list[str]:
+    """What a module's code files start with: its folder (a package) or its file (a module), inside its package."""
+    package, _, rest = module.partition(".")
+    path = [os.path.join(folder, *rest.split(".")) if rest else folder for folder in _folders(package)]
+    return [p + ending for p in path for ending in (os.sep, ".py")]
 
 
 def _getters(cls: type, *names: str) -> type:
@@ -164,7 +195,74 @@ def _jax_methods() -> list[tuple]:
     ]
     # jax.grad calls jax.vjp, and jit's own machinery may read what it lowered: only a call from outside jax counts
     outside = _outside_call("jax", "jaxlib")
-    return [(owner, attr, outside) for owner, attr in methods]
+    return [(owner, attr, outside) for owner, attr in methods] + _jax_dumps()
+
+
+# XLA_FLAGS as the kernel had it when the helpers were imported (the setup cell, after `import jax`): XLA reads it once,
+# when jax first starts its backend, so a dump flag set then writes every compile's dump even if it is taken out later
+_XLA_FLAGS_AT_IMPORT = os.environ.get("XLA_FLAGS", "")
+# and XLA's verbose log (TF_CPP_VMODULE=buffer_assignment=2 prints each compile's buffer assignment to the kernel's
+# stderr, which Jupyter shows), read as early
+_VLOG = ("TF_CPP_VMODULE", "TF_CPP_MAX_VLOG_LEVEL")
+_VLOG_AT_IMPORT = {name: os.environ.get(name, "") for name in _VLOG}
+
+
+def _verbose_log(env: dict) -> bool:
+    """Whether TF_CPP_VMODULE names a module or TF_CPP_MAX_VLOG_LEVEL is above 0 in `env`."""
+    level = env.get("TF_CPP_MAX_VLOG_LEVEL", "").strip()
+    return bool(env.get("TF_CPP_VMODULE", "").strip()) or (level.lstrip("-").isdigit() and int(level) > 0)
+
+
+def _dumping_flags(flags: str) -> bool:
+    """Whether XLA_FLAGS holds a flag of XLA's dump (--xla_dump_to, ...), itself or in a --flagfile it names."""
+    if "xla_dump" in flags:
+        return True
+    for word in flags.split():
+        if word.lstrip("-").startswith("flagfile="):
+            try:
+                with open(word.partition("=")[2]) as f:
+                    if "xla_dump" in f.read():
+                        return True
+            except OSError:
+                pass
+    return False
+
+
+def _jax_dumps() -> list[tuple]:
+    """The dumps that write a compiled plan to files (trial t25ex11 F1), each where every route to it ends, with its
+    own label. XLA's dump: a compile whose compiler options hold an xla_dump* key (jit's compiler_options, pjit's,
+    Lowered.compile's: all reach compiler.get_compile_options), or any compile while XLA_FLAGS holds one (now, or
+    when the helpers were imported). XLA's verbose log, which prints the buffer assignment: any compile while
+    TF_CPP_VMODULE or TF_CPP_MAX_VLOG_LEVEL asks for it. jax's own dump, jax_dump_ir_to (set by jax.config.update
+    or JAX_DUMP_IR_TO): any module or jaxpr it would write. The code of each function is swapped (as _getters'
+    getters are), so every call counts, whoever makes it, as the filter says; the stand-in owner names the route."""
+    from jax._src import compiler, jaxpr_util
+    from jax._src import config as jax_config
+    from jax._src.interpreters import mlir
+
+    def xla_dump(*args: object, **kwargs: object) -> bool:
+        return (any(isinstance(a, dict) and any(str(k).startswith("xla_dump") for k in a)
+                    for a in (*args, *kwargs.values()))
+                or _dumping_flags(os.environ.get("XLA_FLAGS", "")) or _dumping_flags(_XLA_FLAGS_AT_IMPORT))
+    xla_dump.__qualname__ = "a compile with an xla_dump compiler option, or while XLA_FLAGS holds one"
+
+    flag = jax_config.jax_dump_ir_to
+
+    def jax_dump(*args: object, **kwargs: object) -> bool:
+        return bool(flag.value)
+    jax_dump.__qualname__ = "a module or jaxpr written while jax_dump_ir_to is set"
+
+    def vlog(*args: object, **kwargs: object) -> bool:
+        return _verbose_log(os.environ) or _verbose_log(_VLOG_AT_IMPORT)
+    vlog.__qualname__ = "a compile while TF_CPP_VMODULE or TF_CPP_MAX_VLOG_LEVEL asks for XLA's verbose log"
+
+    xla = type("XLA", (), {"xla_dump": compiler.get_compile_options, "vlog": compiler.compile_or_get_cached,
+                           "__module__": "jax"})
+    config = type("config", (), {"jax_dump_ir_to": mlir.dump_module_to_file,
+                                 "jax_dump_ir_modes": jaxpr_util.maybe_dump_jaxpr_to_file, "__module__": "jax"})
+    config.__qualname__ = "jax.config"
+    return [(xla, "xla_dump", xla_dump), (xla, "vlog", vlog), (config, "jax_dump_ir_to", jax_dump),
+            (config, "jax_dump_ir_modes", jax_dump)]
 
 
 def _memory_methods() -> list[tuple]:

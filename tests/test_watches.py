@@ -366,6 +366,109 @@ def test_a_jax_tool_fails_the_check_and_a_step_does_not():
     assert jax.vjp.__name__ == "vjp" and "vjp" not in checks._WATCHED
 
 
+def test_a_dump_of_the_compiled_plan_fails_the_check(tmp_path, monkeypatch):
+    """Trial t25ex11 F1: XLA's dump (the compiled program, its buffer assignment and memory report, in files) gives
+    the plan with no watched tool: a compile with an xla_dump* compiler option (jit's, Lowered.compile's, pjit's), any
+    compile while XLA_FLAGS holds one (now, or when the helpers were imported; in a --flagfile too) or XLA's verbose
+    log is asked for (TF_CPP_VMODULE, TF_CPP_MAX_VLOG_LEVEL), and jax's own dump, jax_dump_ir_to, each count; a
+    compile with other options, and one with none, do not."""
+    jax = pytest.importorskip("jax")
+    import warnings
+    jnp = jax.numpy
+    x = jnp.ones((8, 8))
+
+    def compile_fresh(**jit_options):  # a function of its own each time: no cache answers it
+        def run():
+            jax.jit(lambda a: (a @ a).sum() + len(run.__qualname__), **jit_options)(x)
+        return run
+
+    def lowered_compile(options):
+        return lambda: jax.jit(lambda a: (a * 2.0).sum()).lower(x).compile(compiler_options=options)
+
+    dump = tmp_path / "dump"
+    assert _fails_the_check("jax", compile_fresh(compiler_options={"xla_dump_to": str(dump)})), (
+        "a jit with an xla_dump compiler option should fail the check")
+    assert any(p.name.endswith("buffer-assignment.txt") for p in dump.iterdir()), "XLA should have written its dump"
+    assert _fails_the_check("jax", lowered_compile({"xla_dump_to": str(tmp_path / "d2")})), (
+        "Lowered.compile with an xla_dump compiler option should fail the check")
+    assert _fails_the_check("jax", lowered_compile({"xla_dump_hlo_as_text": True})), "any xla_dump* key should count"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # pjit is deprecated, and public still
+        from jax.experimental.pjit import pjit
+        assert _fails_the_check("jax", lambda: pjit(lambda a: a.sum() - 1.0,
+                                                    compiler_options={"xla_dump_to": str(tmp_path / "d3")})(x)), (
+            "pjit with an xla_dump compiler option should fail the check")
+    assert not _fails_the_check("jax", lowered_compile({"xla_backend_optimization_level": 0})), (
+        "a compile with other compiler options (helpers.models_jax's PLAN_ONLY) should not fail the check")
+    assert not _fails_the_check("jax", compile_fresh()), "a plain jit should not fail the check"
+
+    # XLA reads XLA_FLAGS once, at the backend's start: here a flag set now stands for one set before the setup cell
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=false --xla_dump_to={tmp_path / 'd4'}")
+    assert _fails_the_check("jax", compile_fresh()), "a compile while XLA_FLAGS holds xla_dump should fail the check"
+    flagfile = tmp_path / "flags"
+    flagfile.write_text(f"--xla_dump_to={tmp_path / 'd5'}\n")
+    monkeypatch.setenv("XLA_FLAGS", f"--flagfile={flagfile}")
+    assert _fails_the_check("jax", compile_fresh()), "an xla_dump flag in XLA_FLAGS' flagfile should fail the check"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
+    assert not _fails_the_check("jax", compile_fresh()), "XLA_FLAGS without a dump flag should not fail the check"
+    monkeypatch.delenv("XLA_FLAGS")
+    monkeypatch.setattr(watches, "_XLA_FLAGS_AT_IMPORT", f"--xla_dump_to={tmp_path / 'd6'}")
+    assert _fails_the_check("jax", compile_fresh()), (
+        "a dump flag that XLA_FLAGS held when the helpers were imported, taken out since, should fail the check")
+    monkeypatch.setattr(watches, "_XLA_FLAGS_AT_IMPORT", "")
+    # XLA's verbose log prints each compile's buffer assignment to stderr, which Jupyter shows
+    monkeypatch.setenv("TF_CPP_VMODULE", "buffer_assignment=2")
+    assert _fails_the_check("jax", compile_fresh()), "a compile while TF_CPP_VMODULE is set should fail the check"
+    monkeypatch.delenv("TF_CPP_VMODULE")
+    monkeypatch.setattr(watches, "_VLOG_AT_IMPORT", {"TF_CPP_MAX_VLOG_LEVEL": "2"})
+    assert _fails_the_check("jax", compile_fresh()), (
+        "a verbose level that the environment held when the helpers were imported should fail the check")
+    monkeypatch.setattr(watches, "_VLOG_AT_IMPORT", {"TF_CPP_MAX_VLOG_LEVEL": "0"})
+    assert not _fails_the_check("jax", compile_fresh()), "TF_CPP_MAX_VLOG_LEVEL=0 should not fail the check"
+
+    def jax_dump(modes):
+        def run():
+            before = jax.config.values["jax_dump_ir_modes"]
+            jax.config.update("jax_dump_ir_to", str(tmp_path / f"ir-{modes}"))
+            jax.config.update("jax_dump_ir_modes", modes)
+            try:
+                if modes == "jaxpr":   # written when jit lowers: no compile needed
+                    jax.jit(lambda a: a.sum() * 3.0).lower(x)
+                else:
+                    compile_fresh()()
+            finally:
+                jax.config.update("jax_dump_ir_to", "")
+                jax.config.update("jax_dump_ir_modes", before)
+            assert any((tmp_path / f"ir-{modes}").iterdir()), "jax should have written its dump"
+        return run
+
+    assert _fails_the_check("jax", jax_dump("stablehlo")), "a compile while jax_dump_ir_to is set should fail the check"
+    assert _fails_the_check("jax", jax_dump("jaxpr")), "a lowering that dumps its jaxpr should fail the check"
+    assert jax.config.values["jax_dump_ir_to"] == ""
+    assert _fails_the_check(("torch", "jax"), compile_fresh(compiler_options={"xla_dump_to": str(tmp_path / "d7")})), (
+        "an XLA dump under a watch of both lists should fail the check")
+    from jax._src import compiler
+    assert compiler.get_compile_options.__code__.co_name == "get_compile_options" and not checks._WATCHED
+
+
+def test_a_call_is_jax_s_own_by_its_code_file_not_its_module_name():
+    """Trial t25ex11 F6: code run with globals whose __name__ names a jax module is not jax's own code: the watch
+    decides by the caller's code file (jax.grad's call of jax.vjp, from jax's own files, does not count)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    compiled = jax.jit(jnp.sin).lower(jnp.ones(3)).compile()
+
+    def disguised():
+        space = {"__name__": "jax._spoof", "c": compiled}
+        exec("m = c.memory_analysis()", space)
+
+    assert _fails_the_check("jax", disguised), "a call from code that calls itself jax's should fail the check"
+    assert not _fails_the_check("jax", lambda: jax.grad(lambda a: jnp.sin(a).sum())(jnp.ones(3))), (
+        "jax.grad, which calls jax.vjp from jax's own files, should not fail the check")
+    counts = watches._outside_call("torch", but=("torch._functorch",))
+    assert counts.__qualname__.endswith("or from torch._functorch")
+
+
 def test_torch_s_own_saved_tensor_hooks_count_once_their_hooks_are_ones_own():
     """Trial t22ex07 F11: save_on_cpu (a subclass torch defines, which a step may use) with its pack hook replaced by a
     function of one's own lists every tensor autograd saves; as torch made it, it does not count."""
