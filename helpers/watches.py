@@ -225,6 +225,13 @@ def _jax_methods() -> list[tuple]:
         (traced, "jaxpr"), (traced, "lojax"), (jax.export, "export"),  # an Exported's mlir_module, as Lowered.as_text
         (jax.ad_checkpoint, "print_saved_residuals"), (ad_checkpoint, "saved_residuals"),
         (ad_checkpoint, "_saved_residuals"),
+        # the arrays alive now, read from inside a step (a custom_vjp's backward during an eager jax.grad): the new
+        # ones of a block's shape are what it kept (trial t26ex13j F1). jax.live_arrays, and the backend client's
+        # own methods (public through jax.extend.backend.get_backend()) that it calls; Device.live_buffers, which
+        # jaxlib deprecated to an empty list, while a version still has it
+        (jax, "live_arrays"),
+        *((owner, attr) for owner, attr in ((xla_client.Client, "live_arrays"), (xla_client.Client, "live_buffers"),
+                                            (jax.Device, "live_buffers")) if hasattr(owner, attr)),
     ]
     # jax.grad calls jax.vjp, and jit's own machinery may read what it lowered: only a call from outside jax counts
     outside = _outside_call("jax", "jaxlib")

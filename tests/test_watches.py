@@ -441,6 +441,47 @@ def test_a_jax_tool_fails_the_check_and_a_step_does_not():
     assert jax.vjp.__name__ == "vjp" and "vjp" not in checks._WATCHED
 
 
+def test_a_read_of_the_live_arrays_fails_the_check_and_the_helpers_own_do_not():
+    """Trial t26ex13j F1: jax.live_arrays, read inside a custom_vjp's backward during an eager jax.grad, lists what the
+    step kept (the new arrays of a block's shape), with no plan or tracer. It counts, and so do the backend client's
+    own methods it calls (jax.extend.backend.get_backend() is public) and Device.live_buffers, called from outside jax;
+    jax.live_arrays' own call of the client's method, and the helpers' calls (hp.live_bytes_by, watched by its name,
+    left out here) do not."""
+    jax = pytest.importorskip("jax")
+    import warnings
+    import jax.extend
+    jnp = jax.numpy
+    x = jnp.ones((4, 4))
+
+    def kept_by_a_step():   # the trial's route, in small
+        found = []
+
+        @jax.custom_vjp
+        def probe(y):
+            return y
+        probe.defvjp(lambda y: (y, None), lambda _, g: (found.append(len(jax.live_arrays())), (g,))[1])
+        jax.grad(lambda a: probe(jnp.sin(a) * 2.0).sum())(x)
+        assert found and found[0] > 0
+
+    backend = jax.extend.backend.get_backend()
+    assert _fails_the_check("jax", kept_by_a_step), "jax.live_arrays in a backward pass should fail the check"
+    assert _fails_the_check("jax", jax.live_arrays), "jax.live_arrays should fail the check"
+    assert _fails_the_check("jax", lambda: backend.live_arrays()), "the backend client's live_arrays should fail the check"
+    assert _fails_the_check(("torch", "jax"), jax.live_arrays), "a watch of both lists should count jax.live_arrays"
+    labels = {watches._label(m) for m in hp.measuring_tools("jax")[1]}
+    assert {"jax.live_arrays", "Client.live_arrays"} <= labels
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # jaxlib's note that it lists nothing now
+        for label, run in (("Client.live_buffers", lambda: backend.live_buffers()),
+                           ("Device.live_buffers", lambda: jax.devices()[0].live_buffers())):
+            if label in labels:
+                assert _fails_the_check("jax", run), f"{label} should fail the check"
+    assert not _fails_the_check("jax", lambda: hp.live_bytes_by({"x": x}), leave_out=["live_bytes_by"]), (
+        "the helpers' own call of jax.live_arrays should count only by the helper's name")
+    assert _fails_the_check("jax", lambda: hp.live_bytes_by({"x": x})), "hp.live_bytes_by should fail the check"
+    assert jax.live_arrays.__code__.co_name == "live_arrays" and not checks._WATCHED
+
+
 def test_a_dump_of_the_compiled_plan_fails_the_check(tmp_path, monkeypatch):
     """Trial t25ex11 F1: XLA's dump (the compiled program, its buffer assignment and memory report, in files) gives
     the plan with no watched tool: a compile with an xla_dump* compiler option (jit's, Lowered.compile's, pjit's), any
