@@ -2,8 +2,8 @@
 count or plan what a step keeps, dispatches, computes or allocates (hp.measuring_tools), and the watch over all
 of them (hp.watch_measuring). Every exercise that watches starts its watch from this list, so a route closed in one
 exercise is closed in all: a helper or tool added here is watched everywhere at once. Either list also holds a read of
-the process's memory use (its /proc files, C's allocator statistics, resource.getrusage), which measures what a step
-keeps with no framework tool at all.
+the process's memory use (its /proc files, C's allocator statistics, resource.getrusage) and gc.get_objects, which
+measure what a step keeps with no framework tool at all.
 
 A framework tool is watched only where it READS a plan or a trace, not where a step merely runs: a given cell in a
 watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
@@ -225,6 +225,13 @@ def _jax_methods() -> list[tuple]:
         (traced, "jaxpr"), (traced, "lojax"), (jax.export, "export"),  # an Exported's mlir_module, as Lowered.as_text
         (jax.ad_checkpoint, "print_saved_residuals"), (ad_checkpoint, "saved_residuals"),
         (ad_checkpoint, "_saved_residuals"),
+        # the arrays alive now, read from inside a step (a custom_vjp's backward during an eager jax.grad): the new
+        # ones of a block's shape are what it kept (trial t26ex13j F1). jax.live_arrays, and the backend client's
+        # own methods (public through jax.extend.backend.get_backend()) that it calls; Device.live_buffers, which
+        # jaxlib deprecated to an empty list, while a version still has it
+        (jax, "live_arrays"),
+        *((owner, attr) for owner, attr in ((xla_client.Client, "live_arrays"), (xla_client.Client, "live_buffers"),
+                                            (jax.Device, "live_buffers")) if hasattr(owner, attr)),
     ]
     # jax.grad calls jax.vjp, and jit's own machinery may read what it lowered: only a call from outside jax counts
     outside = _outside_call("jax", "jaxlib")
@@ -302,13 +309,20 @@ def _memory_methods() -> list[tuple]:
     """Reading the process's memory use, in either framework: the resident size before and after `del out` is what a
     step keeps (trial t25ex20 F1). checks.ProcessMemory.read is what the audit hook calls for a read of the process's
     /proc memory files (psutil's too) or of C's allocator statistics; resource.getrusage (ru_maxrss) raises no audit
-    event and is watched by name, but for IPython's own calls (%time reads the CPU times)."""
+    event and is watched by name, but for IPython's own calls (%time reads the CPU times). And gc.get_objects, the
+    objects the process holds: read inside a step's backward, its new arrays or tensors are what the step kept, as
+    jax.live_arrays' are (found beside trial t26ex13j F1), but for the kernel's and the frameworks' own calls."""
+    import gc
+
     from . import checks
+    # the packages that may call it are looked for where imported only (a search for the others would slow each watch)
+    objects = (gc, "get_objects", _outside_call(*(p for p in ("IPython", "ipykernel", "debugpy", "torch", "jax", "jaxlib")
+                                                  if p in sys.modules)))
     try:
         import resource
     except ImportError:  # not on Windows
-        return [(checks.ProcessMemory, "read")]
-    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython"))]
+        return [(checks.ProcessMemory, "read"), objects]
+    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython")), objects]
 
 
 def _label(method: tuple) -> str:
