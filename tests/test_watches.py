@@ -8,6 +8,7 @@ compile) does not.
 
 import importlib
 import importlib.util
+import sys
 
 import pytest
 
@@ -646,3 +647,108 @@ def test_the_peak_helpers_count_by_their_names_only():
         checks._forget_calls()
         hp.assert_helpers_unused(part="test", hint="none")
     assert _fails_the_check("torch", peaks), "the peak helpers under a watch that keeps them should fail the check"
+
+
+# The watch a check ends on its first line starts again when the check's cell raises anything else than its own
+# failure (trial t26ex10 F1): a NameError from an answer cell not run, a framework's error from a broken answer (torch's
+# ValueError for use_reentrant=True with a context_fn), count_try's refusal, an interrupt. An IPython shell in this
+# process stands in for the kernel: its cells run as a notebook's do, with the same post_run_cell event.
+@pytest.fixture
+def shell():
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    was = InteractiveShell.initialized()
+    ip = InteractiveShell.instance(config=config)
+    assert IPython.get_ipython() is ip
+    checks._unwatch()
+    checks._forget_calls()
+    ip.user_ns.update(hp=hp, checks=checks)
+    yield ip
+    checks._unwatch()
+    checks._forget_calls()
+    checks._forget_answers()
+    if checks._after_cell in ip.events.callbacks["post_run_cell"]:
+        ip.events.unregister("post_run_cell", checks._after_cell)
+    if not was:
+        InteractiveShell.clear_instance()
+
+
+def _cell(ip, code: str):
+    """Run `code` as a notebook cell: its exception, or None."""
+    result = ip.run_cell(code, store_history=False)
+    return result.error_before_exec or result.error_in_exec
+
+
+_zero_bytes_itself = hp.zero_bytes   # read at import, before any watch
+
+
+class _Planner:
+    def plan(self, k):
+        return 8 * k
+
+
+_CHECK = "hp.assert_helpers_unused(part='part 1', hint='h')\n"   # the check's first line, which ends the watch
+_WATCH = "hp.watch_helpers('zero_bytes', methods=[(Planner, 'plan')])"
+_FAILURES = {
+    "a NameError (the answer cell not run)": _CHECK + "selective(None)",
+    "a framework's error (use_reentrant=True with a context_fn)": _CHECK + "raise ValueError('Passing context_fn or debug "
+                                                                          "is only supported when use_reentrant=False.')",
+    "count_try's refusal": _CHECK + "for _g in range(8):\n    hp.count_try('part 1: units', _g)",
+    "an interrupt": _CHECK + "raise KeyboardInterrupt",
+}
+
+
+@pytest.mark.parametrize("failure", list(_FAILURES))
+def test_a_check_that_ends_the_watch_and_then_raises_leaves_it_running(shell, failure):
+    shell.user_ns["Planner"] = _Planner
+    assert _cell(shell, _WATCH) is None
+    assert _cell(shell, _FAILURES[failure]) is not None   # the check cell fails past its first line
+    assert hp.zero_bytes is not _zero_bytes_itself and "plan" in vars(_Planner) and checks._WATCHED  # watched again
+    assert _cell(shell, "hp.zero_bytes(10, 2, 1)\nPlanner().plan(2)") is None   # a scratch cell measures
+    error = _cell(shell, _CHECK)   # the check run again, the answer fixed: the scratch cell's call fails it
+    assert isinstance(error, hp.WrongAnswer) and "hp.zero_bytes works out what this part asks" in str(error)
+    checks._forget_calls()   # a kernel restart: the watch goes on, nothing counted
+    assert _cell(shell, "Planner().plan(2)") is None
+    assert "_Planner.plan works out" in str(_cell(shell, _CHECK))   # the method is watched again too
+
+
+def test_a_check_that_passes_ends_the_watch_and_a_later_failure_does_not_start_it(shell):
+    assert _cell(shell, "hp.watch_helpers('zero_bytes')") is None
+    assert _cell(shell, _CHECK + "print('part 1: visible checks passed')") is None
+    assert hp.zero_bytes is _zero_bytes_itself and not checks._WATCHED
+    assert isinstance(_cell(shell, "undefined_name"), NameError)   # a later cell fails: the watch stays ended
+    assert hp.zero_bytes is _zero_bytes_itself and not checks._WATCHED and not checks._ENDED_IN
+
+
+def test_a_watch_the_failing_check_started_itself_is_left_as_it_is(shell):
+    """A check whose comparison fails starts the watch again before it raises (or starts another part's): that watch
+    runs on, not the one its first line ended."""
+    assert _cell(shell, "hp.watch_helpers('zero_bytes')") is None
+    assert isinstance(_cell(shell, _CHECK + "hp.watch_helpers('sharded_bytes')\nraise AssertionError('part 1: no')"),
+                      AssertionError)
+    assert sorted(checks._WATCHED) == ["hp.sharded_bytes"]
+
+
+def test_a_check_run_from_a_scratch_cell_that_fails_leaves_the_watch_running(shell):
+    """The check's source run in a loop of a scratch cell (get_ipython().run_cell, as trial t26ex10 did): each run that
+    fails starts the watch again as it ends, and the scratch cell's own call after it counts."""
+    shell.user_ns["CHECK"] = _FAILURES["a NameError (the answer cell not run)"]
+    assert _cell(shell, "hp.watch_helpers('zero_bytes')") is None
+    assert _cell(shell, "for _ in range(2):\n    get_ipython().run_cell(CHECK)\nhp.zero_bytes(10, 2, 1)") is None
+    assert isinstance(_cell(shell, _CHECK), hp.WrongAnswer)
+
+
+def test_outside_ipython_a_check_ends_the_watch_as_before():
+    """No shell (a script, these tests): nothing is registered, and the watch ends as the check says."""
+    IPython = sys.modules.get("IPython")
+    if IPython is not None and IPython.get_ipython() is not None:
+        pytest.skip("an IPython shell runs in this process")
+    checks._unwatch()
+    checks._forget_calls()
+    hp.watch_helpers("zero_bytes")
+    hp.assert_helpers_unused(part="part 1", hint="h")
+    assert not checks._WATCHED and not checks._ENDED_IN
