@@ -199,11 +199,9 @@ def _jax_methods() -> list[tuple]:
         (ad_checkpoint, "_saved_residuals"),
     ]
     # jax.grad calls jax.vjp, and jit's own machinery may read what it lowered: only a call from outside jax counts,
-    # and for vjp and linearize one from jax's code that does not call them by name (eval_shape of a partial of vjp)
-    outside = _outside_call("jax", "jaxlib")
-    named = {attr: _outside_call("jax", "jaxlib", named=attr) for attr in ("vjp", "linearize")}
-    return [(owner, attr, named[attr] if owner is jax and attr in named else outside)
-            for owner, attr in methods] + _jax_dumps()
+    # or one from jax's code that does not name the tool (jax.eval_shape or jit of a partial of jax.vjp,
+    # jax.tree.map(jax.stages.Compiled.memory_analysis, ...): jax calling a function it was handed)
+    return [(owner, attr, _outside_call("jax", "jaxlib", named=attr)) for owner, attr in methods] + _jax_dumps()
 
 
 # XLA_FLAGS as the kernel had it when the helpers were imported (the setup cell, after `import jax`): XLA reads it once,
