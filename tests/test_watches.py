@@ -596,6 +596,32 @@ def test_a_call_is_jax_s_own_by_its_code_file_not_its_module_name():
     assert counts.__qualname__.endswith("or from torch._functorch")
 
 
+def test_a_jax_tool_handed_to_jax_s_own_machinery_counts():
+    """Trial t26ex02j F1: jax.vjp (or jax.linearize, a plan's analysis, make_jaxpr) handed to jax.eval_shape, jit or
+    jax.tree.map is called from jax's own files, yet it lists one's own function's residuals or plan: a call from
+    jax's code counts unless that code names the tool, as jax.grad's call of vjp does (and checkpoint's, which does
+    not count)."""
+    import functools
+
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    f = lambda w, x: jnp.maximum(x @ w, 0).sum()  # noqa: E731
+    w, x = jax.ShapeDtypeStruct((4, 8), jnp.float32), jax.ShapeDtypeStruct((2, 4), jnp.float32)
+    assert _fails_the_check("jax", lambda: jax.eval_shape(functools.partial(jax.vjp, f), w, x)), (
+        "jax.eval_shape of a partial of jax.vjp should fail the check")
+    assert _fails_the_check("jax", lambda: jax.jit(functools.partial(jax.linearize, f))(jnp.ones((4, 8)), jnp.ones((2, 4)))), (
+        "jit of a partial of jax.linearize should fail the check")
+    assert _fails_the_check("jax", lambda: jax.tree.map(functools.partial(jax.vjp, jnp.sin), [jnp.ones(3)])), (
+        "jax.tree.map over a partial of jax.vjp should fail the check")
+    compiled = jax.jit(jnp.sin).lower(jnp.ones(3)).compile()
+    assert _fails_the_check("jax", lambda: jax.tree.map(jax.stages.Compiled.memory_analysis, [compiled])), (
+        "jax.tree.map of Compiled.memory_analysis should fail the check")
+    assert _fails_the_check("jax", lambda: jax.tree.map(jax.make_jaxpr, [jnp.sin])[0](1.0)), (
+        "jax.tree.map of jax.make_jaxpr should fail the check")
+    assert not _fails_the_check("jax", lambda: jax.jit(jax.grad(lambda a: jax.checkpoint(jnp.sin)(a).sum()))(jnp.ones(3))), (
+        "jax.grad of a checkpointed function, which calls jax.vjp by name in jax's files, should not fail the check")
+
+
 def test_torch_s_own_saved_tensor_hooks_count_once_their_hooks_are_ones_own():
     """Trial t22ex07 F11: save_on_cpu (a subclass torch defines, which a step may use) with its pack hook replaced by a
     function of one's own lists every tensor autograd saves; as torch made it, it does not count."""
