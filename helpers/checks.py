@@ -497,6 +497,12 @@ def _asked_by_student(frame: types.FrameType | None) -> bool:
     return False
 
 
+def _outer_frames(frame: types.FrameType | None) -> Iterable[types.FrameType]:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
 def _runs_student_code(frame: types.FrameType | None) -> bool:
     while frame is not None:
         if _code_kind(frame.f_code.co_filename) == "student":
@@ -505,12 +511,31 @@ def _runs_student_code(frame: types.FrameType | None) -> bool:
     return False
 
 
-def _thread_refused(how: str) -> WrongAnswer:
-    part, hint, fired = _NO_PROGRAMS[-1]
-    fired.append(WrongAnswer(f"{part}: your code starts a thread ({how}) while the check runs it: the function must "
-                             f"compute its answer itself, in the check's own thread (what the check watches, it "
-                             f"watches there), not in a thread of its own. Hint: {hint}"))
+def _thread_refused(what: str, check: tuple[str, str, list] | None = None) -> WrongAnswer:
+    part, hint, fired = check or _NO_PROGRAMS[-1]
+    fired.append(WrongAnswer(f"{part}: your code {what} while the check runs it: the function must compute its answer "
+                             f"itself, in the check's own thread (what the check watches, it watches there), not in a "
+                             f"thread of its own. Hint: {hint}"))
     return fired[-1]
+
+
+def _watched_thread(function: Callable, what: str, check: tuple[str, str, list]) -> Callable:
+    """function, run in a thread that a library started while `check` ran the student's function in the thread that
+    asked (jax starts a timer as its backend starts; torch.nn.parallel.parallel_apply, IPython's background jobs run
+    the student's code in a thread of their own): the student's code, called there while that check runs, fails it."""
+    def run(*args: object, **kwargs: object) -> object:
+        def profile(frame: types.FrameType, event: str, arg: object) -> None:
+            if check not in _NO_PROGRAMS:  # the check is over: the thread runs on as it would have
+                sys.setprofile(None)
+            elif event == "call" and _code_kind(frame.f_code.co_filename) == "student":
+                sys.setprofile(None)
+                raise _thread_refused(what, check)
+        sys.setprofile(profile)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+    return run
 
 
 def _noted_thread(function: Callable, name: str, noted: threading.Event) -> Callable:
@@ -530,9 +555,16 @@ def _thread_starter(original: Callable, how: str) -> Callable:
     noting the thread it starts where the student's code asked for it."""
     def start(function: Callable, *args: object, **kwargs: object) -> object:
         me = _thread.get_ident()
+        student = me in _STUDENT_THREADS or _asked_by_student(sys._getframe(1))
         if me in _CHECK_THREADS:
-            raise _thread_refused(how)
-        if me in _STUDENT_THREADS or _asked_by_student(sys._getframe(1)):
+            if student:
+                raise _thread_refused(f"starts a thread ({how})")
+            # a library's thread: it may run the student's code (a callback), where the check sees nothing
+            library = next((frame.f_globals.get("__name__") for frame in _outer_frames(sys._getframe(1))
+                            if _code_kind(frame.f_code.co_filename) == "library"), None)
+            return original(_watched_thread(function, f"runs in a thread that {library} started", _NO_PROGRAMS[-1]),
+                            *args, **kwargs)
+        if student:
             owner = getattr(function, "__self__", None)
             name = owner.name if isinstance(owner, threading.Thread) else getattr(function, "__qualname__", how)
             noted = threading.Event()

@@ -176,16 +176,25 @@ def test_without_helpers_refuses_beside_a_thread_the_student_started():
     assert checked(10) == 160
 
 
-def test_threads_of_the_kernel_and_the_frameworks_do_not_count():
-    """A thread that an installed package starts (ipykernel's heartbeat and iopub, torch's and jax's pools) does not
-    count, unless it runs the student's code now."""
-    library = os.path.join(os.path.dirname(pytest.__file__), "_a_library_of_the_kernel.py")  # in site-packages
-    space: dict = {}
+def _a_library() -> dict:
+    """The namespace of a module of an installed package (its file in site-packages) whose start(target, name) starts a
+    thread that runs target, as ipykernel, torch and jax start theirs (start_after: once an event is set)."""
+    library = os.path.join(os.path.dirname(pytest.__file__), "_a_library_of_the_kernel.py")
+    space: dict = {"__name__": "a_library"}
     exec(compile("import threading\n"
                  "def start(target, name):\n"
                  "    thread = threading.Thread(target=target, name=name)\n"
                  "    thread.start()\n"
-                 "    return thread\n", library, "exec"), space)
+                 "    return thread\n"
+                 "def start_after(event, target, name):\n"
+                 "    return start(lambda: (event.wait(10), target()), name)\n", library, "exec"), space)
+    return space
+
+
+def test_threads_of_the_kernel_and_the_frameworks_do_not_count():
+    """A thread that an installed package starts (ipykernel's heartbeat and iopub, torch's and jax's pools) does not
+    count, unless it runs the student's code now."""
+    space = _a_library()
     checked = hp.without_helpers(lambda p: 16 * p, "zero_bytes", part="part 1", hint="h")
     stop = threading.Event()
     own = space["start"](stop.wait, "the library's own")  # it waits in the standard library's code
@@ -210,6 +219,43 @@ def test_threads_of_the_kernel_and_the_frameworks_do_not_count():
         stop.set()
         runs_it.join()
     assert checked(10) == 160
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the refusal, in that thread
+def test_the_student_s_code_in_a_library_s_thread_started_during_the_check_fails_it():
+    """A library's thread started while the check runs the function (jax starts a timer as its backend starts) is no
+    refusal, but the student's code run there (a callback: torch.nn.parallel.parallel_apply, IPython's background
+    jobs) fails the check; once the check is over, the thread runs it as before."""
+    space = _a_library()
+    stop = threading.Event()
+
+    def library_s_own(p):
+        space["start"](stop.wait, "timer")  # a library thread that waits in the standard library's code
+        return 16 * p
+    try:
+        assert hp.without_helpers(library_s_own, "zero_bytes", part="part 1", hint="h")(10) == 160
+    finally:
+        stop.set()
+
+    def via_a_callback(p):
+        box = []
+        space["start"](lambda: box.append(16 * p), "callback").join()
+        return box[0] if box else 0
+    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code runs in a thread that a_library started while the "
+                                             r"check runs it: the function must compute its answer itself"):
+        hp.without_helpers(via_a_callback, "zero_bytes", part="part 1", hint="h")(10)
+    assert via_a_callback(10) == 160
+    release, later = threading.Event(), []
+
+    threads = []
+
+    def outlives_the_check(p):   # the callback runs after the check has returned
+        threads.append(space["start_after"](release, lambda: later.append(16 * p), "later"))
+        return 16 * p
+    assert hp.without_helpers(outlives_the_check, "zero_bytes", part="part 1", hint="h")(10) == 160
+    release.set()
+    threads[0].join()
+    assert later == [160]
 
 
 # A watch counts a program started while it runs as a watched call (trial t22ex07 F4: exercise 7's answer printed by
