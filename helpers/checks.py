@@ -462,7 +462,9 @@ def _children() -> list[str]:
 # package's import on, each start (threading.Thread.start, _thread.start_new_thread) notes whether the code that
 # asked for it, past the standard library's (threading, concurrent.futures, asyncio), is the student's: neither the
 # standard library, nor an installed package, nor the course's helpers (a notebook's cells, a module of one's own),
-# or whether the thread that asked is one of the student's. The cost falls on each start, not on a check.
+# or whether the thread that asked is one of the student's. The cost falls on each start, not on a check. A thread that
+# a library starts while a check runs the function (in the check's thread) is watched until the check ends: the
+# student's code called there (a callback: torch.nn.parallel.parallel_apply, IPython's background jobs) fails it.
 _STUDENT_THREADS: dict[int, str] = {}  # ident -> name, from the noted thread's start to its end
 _CHECK_THREADS: list[int] = []  # the thread that runs the student's function, for each check in progress
 _STDLIB = os.path.join(os.path.dirname(os.__file__), "")
@@ -525,7 +527,7 @@ def _watched_thread(function: Callable, what: str, check: tuple[str, str, list])
     the student's code in a thread of their own): the student's code, called there while that check runs, fails it."""
     def run(*args: object, **kwargs: object) -> object:
         def profile(frame: types.FrameType, event: str, arg: object) -> None:
-            if check not in _NO_PROGRAMS:  # the check is over: the thread runs on as it would have
+            if not any(c is check for c in _NO_PROGRAMS):  # the check is over: the thread runs on as before
                 sys.setprofile(None)
             elif event == "call" and _code_kind(frame.f_code.co_filename) == "student":
                 sys.setprofile(None)
@@ -627,7 +629,8 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str,
     function must compute its answer, not ask a helper in another interpreter. So does starting a thread
     (threading.Thread.start, _thread.start_new_thread) in fn's thread while it runs, and a run beside a thread that
     the student's code started (not the kernel, a framework or the course) or that runs the student's code now: a
-    check's own guard that holds per thread (a dispatch mode) sees nothing another thread runs.
+    check's own guard that holds per thread (a dispatch mode) sees nothing another thread runs; the student's code run
+    in a thread that a library starts while fn runs fails the check too.
     A refusal that fired fails the check even where the function caught it and went on (try: hp.name(...) except:
     a fallback). The helpers are looked up again at each run, so a wrapper made while hp.watch_helpers watched them
     still refuses them once the watch has ended (and the other way round).
