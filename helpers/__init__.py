@@ -13,6 +13,8 @@ counting still frees them as before. Where torch is imported before it, torch's 
 (torch._dynamo, which torch itself loads on the first optimizer step) is loaded first and frozen too.
 hp.trace_step freezes again when modules were imported since (transformers and its model code), after a
 full collection, so that its own collection per trace does not walk them.
+It also notes, from then on, which threads a notebook's own code starts (threading.Thread.start and
+_thread's starts pass through helpers.checks): hp.without_helpers refuses a check beside one.
 """
 
 from __future__ import annotations

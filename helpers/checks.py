@@ -3,11 +3,13 @@ exercise's answer without showing it (check_answer compares a salted hash)."""
 
 from __future__ import annotations
 
+import _thread
 import functools
 import hashlib
 import inspect
 import os
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterable
 
@@ -451,6 +453,169 @@ def _children() -> list[str]:
     return [f"{c.pid} ({c.name()})" for c in psutil.Process().children() if c.status() != psutil.STATUS_ZOMBIE]
 
 
+# Threads. A check's own guard that holds per thread (exercise 8's part 2 runs the student's function under a
+# dispatch mode that refuses every tensor operation) never sees what another thread runs (trial t26ex08 F1: a
+# predicted_extra that measured an Adam step in a thread of its own passed). So while a check runs the student's
+# function, its thread starts no thread, and the check refuses to run beside a thread that the student's code
+# started (a worker started in an earlier cell, which the function could ask) or that runs the student's code now.
+# The kernel, jupyter, torch and jax keep threads of their own; what counts is who asked for the thread. From the
+# package's import on, each start (threading.Thread.start, _thread.start_new_thread) notes whether the code that
+# asked for it, past the standard library's (threading, concurrent.futures, asyncio), is the student's: neither the
+# standard library, nor an installed package, nor the course's helpers (a notebook's cells, a module of one's own),
+# or whether the thread that asked is one of the student's. The cost falls on each start, not on a check. A thread that
+# a library starts while a check runs the function (in the check's thread) is watched until the check ends: the
+# student's code called there (a callback: torch.nn.parallel.parallel_apply, IPython's background jobs) fails it.
+_STUDENT_THREADS: dict[int, str] = {}  # ident -> name, from the noted thread's start to its end
+_CHECK_THREADS: list[int] = []  # the thread that runs the student's function, for each check in progress
+_STDLIB = os.path.join(os.path.dirname(os.__file__), "")
+_HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
+_CODE_KINDS: dict[str, str] = {}  # co_filename -> "stdlib", "library" or "student"
+
+
+def _code_kind(filename: str) -> str:
+    kind = _CODE_KINDS.get(filename)
+    if kind is None:
+        if filename.startswith("<frozen "):
+            kind = "stdlib"
+        elif f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename:
+            kind = "library"
+        elif filename.startswith(_STDLIB):
+            kind = "stdlib"
+        elif filename.startswith(_HELPERS):
+            kind = "library"
+        else:
+            kind = "student"  # a notebook's cell, a module of one's own, code compiled from a string
+        _CODE_KINDS[filename] = kind
+    return kind
+
+
+def _asked_by_student(frame: types.FrameType | None) -> bool:
+    """Whether the first frame outside the standard library, from `frame` outwards, is the student's code."""
+    while frame is not None:
+        kind = _code_kind(frame.f_code.co_filename)
+        if kind != "stdlib":
+            return kind == "student"
+        frame = frame.f_back
+    return False
+
+
+def _outer_frames(frame: types.FrameType | None) -> Iterable[types.FrameType]:
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _runs_student_code(frame: types.FrameType | None) -> bool:
+    while frame is not None:
+        if _code_kind(frame.f_code.co_filename) == "student":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _thread_refused(what: str, check: tuple[str, str, list] | None = None) -> WrongAnswer:
+    part, hint, fired = check or _NO_PROGRAMS[-1]
+    fired.append(WrongAnswer(f"{part}: your code {what} while the check runs it: the function must compute its answer "
+                             f"itself, in the check's own thread (what the check watches, it watches there), not in a "
+                             f"thread of its own. Hint: {hint}"))
+    return fired[-1]
+
+
+def _watched_thread(function: Callable, what: str, check: tuple[str, str, list]) -> Callable:
+    """function, run in a thread that a library started while `check` ran the student's function in the thread that
+    asked (jax starts a timer as its backend starts; torch.nn.parallel.parallel_apply, IPython's background jobs run
+    the student's code in a thread of their own): the student's code, called there while that check runs, fails it."""
+    def run(*args: object, **kwargs: object) -> object:
+        def profile(frame: types.FrameType, event: str, arg: object) -> None:
+            if not any(c is check for c in _NO_PROGRAMS):  # the check is over: the thread runs on as before
+                sys.setprofile(None)
+            elif event == "call" and _code_kind(frame.f_code.co_filename) == "student":
+                sys.setprofile(None)
+                raise _thread_refused(what, check)
+        sys.setprofile(profile)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+    return run
+
+
+def _noted_thread(function: Callable, name: str, noted: threading.Event) -> Callable:
+    def run(*args: object, **kwargs: object) -> object:
+        ident = _thread.get_ident()
+        _STUDENT_THREADS[ident] = name
+        noted.set()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _STUDENT_THREADS.pop(ident, None)
+    return run
+
+
+def _thread_starter(original: Callable, how: str) -> Callable:
+    """`original` (a function of _thread that starts a thread), refused in the thread of a check in progress, and
+    noting the thread it starts where the student's code asked for it."""
+    def start(function: Callable, *args: object, **kwargs: object) -> object:
+        me = _thread.get_ident()
+        student = me in _STUDENT_THREADS or _asked_by_student(sys._getframe(1))
+        if me in _CHECK_THREADS:
+            if student:
+                raise _thread_refused(f"starts a thread ({how})")
+            # a library's thread: it may run the student's code (a callback), where the check sees nothing
+            library = next((frame.f_globals.get("__name__") for frame in _outer_frames(sys._getframe(1))
+                            if _code_kind(frame.f_code.co_filename) == "library"), None)
+            return original(_watched_thread(function, f"runs in a thread that {library} started", _NO_PROGRAMS[-1]),
+                            *args, **kwargs)
+        if student:
+            owner = getattr(function, "__self__", None)
+            name = owner.name if isinstance(owner, threading.Thread) else getattr(function, "__qualname__", how)
+            noted = threading.Event()
+            started = original(_noted_thread(function, name, noted), *args, **kwargs)
+            noted.wait()  # noted once the start returns (_thread's returns before the thread runs)
+            return started
+        return original(function, *args, **kwargs)
+    start.__name__ = start.__qualname__ = getattr(original, "__name__", "start")
+    start.__doc__ = original.__doc__
+    start.__wrapped__ = original  # type: ignore[attr-defined]
+    start._course_noted = True  # type: ignore[attr-defined]
+    return start
+
+
+def _note_thread_starts() -> None:
+    """Put _thread_starter in the place of each function that starts a thread (threading's own reference, which
+    Thread.start calls, and _thread's); once per process, the package's import (a reload replaces its own)."""
+    for module, attr, how in ((threading, "_start_new_thread", "threading.Thread.start"),
+                              (threading, "_start_joinable_thread", "threading.Thread.start"),
+                              (_thread, "start_new_thread", "_thread.start_new_thread"),
+                              (_thread, "start_new", "_thread.start_new"),
+                              (_thread, "start_joinable_thread", "_thread.start_joinable_thread")):
+        original = vars(module).get(attr)
+        while getattr(original, "_course_noted", False):
+            original = original.__wrapped__
+        if original is not None:
+            setattr(module, attr, _thread_starter(original, how))
+
+
+_note_thread_starts()
+
+
+def _threads_running() -> list[str]:
+    """The threads beside this one that the student's code started and that still run, or that run the student's
+    code now, whoever started them, by name."""
+    me = _thread.get_ident()
+    frames = sys._current_frames()
+    try:
+        found = [name for ident, name in list(_STUDENT_THREADS.items()) if ident != me and ident in frames]
+        others = [ident for ident, frame in frames.items()
+                  if ident != me and ident not in _STUDENT_THREADS and _runs_student_code(frame)]
+    finally:
+        del frames
+    if others:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        found += [names.get(ident, f"thread {ident}") for ident in others]
+    return found
+
+
 def without_helpers(fn: Callable, *names: str, part: str, hint: str,
                     returns: Callable[[object], object] | None = None) -> Callable:
     """fn wrapped so that, while it runs, calling any of the course helpers `names` (hp.<name>) raises
@@ -461,7 +626,11 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str,
     (at the top level or inside fn) fails the same way as the class itself.
     While fn runs, starting a program (subprocess, os.system, os.fork, os.exec*, multiprocessing's Process.start)
     raises WrongAnswer too, and so does a run while a program started before it still runs beside the kernel: the
-    function must compute its answer, not ask a helper in another interpreter.
+    function must compute its answer, not ask a helper in another interpreter. So does starting a thread
+    (threading.Thread.start, _thread.start_new_thread) in fn's thread while it runs, and a run beside a thread that
+    the student's code started (not the kernel, a framework or the course) or that runs the student's code now: a
+    check's own guard that holds per thread (a dispatch mode) sees nothing another thread runs; the student's code run
+    in a thread that a library starts while fn runs fails the check too.
     A refusal that fired fails the check even where the function caught it and went on (try: hp.name(...) except:
     a fallback). The helpers are looked up again at each run, so a wrapper made while hp.watch_helpers watched them
     still refuses them once the watch has ended (and the other way round).
@@ -510,6 +679,12 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str,
             raise WrongAnswer(f"{part}: another program runs beside this kernel (process {running[0]}), started by "
                               f"your code: the function must compute its answer itself, not ask another program. Stop "
                               f"it (or restart the kernel) and run the cells again. Hint: {hint}")
+        threads = _threads_running()
+        if threads:
+            raise WrongAnswer(f"{part}: a thread that your code started, or that runs your code, is still "
+                              f"running ({threads[0]}): the function must compute its answer itself, in the check's "
+                              f"thread, not ask another thread. Stop it (or restart the kernel) and run the cells "
+                              f"again. Hint: {hint}")
         # every namespace the function could reach a helper through: its own globals and the helpers' modules
         spaces = [getattr(fn, "__globals__", {})] + [vars(m) for n, m in list(sys.modules.items())
                                                      if m is not None and (n == helpers.__name__
@@ -546,6 +721,7 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str,
         start = vars(mp.BaseProcess)["start"]
         mp.BaseProcess.start = _refused_start
         _NO_PROGRAMS.append((part, hint, fired))
+        _CHECK_THREADS.append(_thread.get_ident())
         first = len(fired)
         try:
             result = fn(*args, **kwargs)
@@ -556,6 +732,7 @@ def without_helpers(fn: Callable, *names: str, part: str, hint: str,
                 raise
         finally:
             _NO_PROGRAMS.pop()
+            _CHECK_THREADS.pop()
             mp.BaseProcess.start = start
             for helper, code, key, before in reversed(codes):
                 helper.__code__ = code

@@ -74,6 +74,17 @@ _END_PROGRAMS = ("import sys as __wa_sys\n"
                  "    for __wa_pid in [int(p.split()[0]) for p in __wa_sys.modules['helpers.checks']._programs_running()]:\n"
                  "        __wa_os.kill(__wa_pid, __wa_signal.SIGKILL)\n"
                  "        __wa_os.waitpid(__wa_pid, 0)")
+# and to the threads its code started (a wrong answer's worker thread, beside which hp.without_helpers refuses to run
+# a check, trial t26ex08): they end. Python stops no thread from outside; SystemExit raised in one ends it at its next
+# line of Python (a wrong answer's worker waits with a timeout, so it gets there).
+_END_THREADS = ("import sys as __wa_sys\n"
+                "if 'helpers.checks' in __wa_sys.modules and 'ipykernel.kernelapp' in __wa_sys.modules:\n"
+                "    import ctypes as __wa_ctypes, threading as __wa_threading\n"
+                "    for __wa_t in [t for t in __wa_threading.enumerate()\n"
+                "                   if t.ident in __wa_sys.modules['helpers.checks']._STUDENT_THREADS]:\n"
+                "        __wa_ctypes.pythonapi.PyThreadState_SetAsyncExc(__wa_ctypes.c_ulong(__wa_t.ident),\n"
+                "                                                        __wa_ctypes.py_object(SystemExit))\n"
+                "        __wa_t.join(30)")
 _CHANGED = ("import json as __rerun_json\n"
             "print(__rerun_json.dumps({k: type(v).__name__ for k, v in globals().items() "
             "if not k.startswith('_') and __rerun_ids.get(k) != id(v)}))")
@@ -228,6 +239,7 @@ def try_part(cells: list, check: int, wrong: list[tuple[int, dict, str, list[str
             dirty = check + 1
         run(_RESTART_WATCH)
         run(_END_PROGRAMS)
+        run(_END_THREADS)
         restored = from_to(first, min(dirty, wrong[n + 1][0]) if n + 1 < len(wrong) else dirty)
         if restored:
             problems.append(f"the solution's {restored[1]}, run again after the wrong answers, failed with "
