@@ -78,17 +78,6 @@ def test_without_helpers_refuses_while_a_program_started_before_runs():
     zombie.wait()
 
 
-def _starts_one_and_catches_the_refusal(p):
-    try:
-        subprocess.run(_ASK, capture_output=True, text=True, check=True)
-    except AssertionError:
-        pass
-    return 16 * p
-
-
-def test_without_helpers_fails_a_program_refusal_the_function_caught():
-    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code starts another program \(subprocess\.Popen\)"):
-        hp.without_helpers(_starts_one_and_catches_the_refusal, "zero_bytes", part="part 1", hint="h")(10)
 
 
 # A thread (trial t26ex08 F1): a check's guard that holds per thread (exercise 8's part 2 calls predicted_extra under a
@@ -127,17 +116,23 @@ def test_without_helpers_refuses_starting_a_thread(fn, how):
     assert fn(10) == 160  # once the check is over, threads start again
 
 
-def _starts_a_thread_and_catches_the_refusal(p):
-    try:
-        _through_a_thread(p)
-    except AssertionError:
-        pass
-    return 16 * p
+def _catching_the_refusal(start):
+    """A function that starts a program or a thread, and catches the refusal."""
+    def fn(p):
+        try:
+            start()
+        except AssertionError:
+            pass
+        return 16 * p
+    return fn
 
 
-def test_without_helpers_fails_a_thread_refusal_the_function_caught():
-    with pytest.raises(hp.WrongAnswer, match=r"^part 1: your code starts a thread \(threading\.Thread\.start\)"):
-        hp.without_helpers(_starts_a_thread_and_catches_the_refusal, "zero_bytes", part="part 1", hint="h")(10)
+@pytest.mark.parametrize("start, what", [
+    (lambda: subprocess.run(_ASK, capture_output=True, text=True, check=True), r"another program \(subprocess\.Popen\)"),
+    (lambda: _through_a_thread(1), r"a thread \(threading\.Thread\.start\)")], ids=["program", "thread"])
+def test_without_helpers_fails_a_refusal_the_function_caught(start, what):
+    with pytest.raises(hp.WrongAnswer, match=rf"^part 1: your code starts {what}"):
+        hp.without_helpers(_catching_the_refusal(start), "zero_bytes", part="part 1", hint="h")(10)
 
 
 def _beside(name):
