@@ -171,7 +171,26 @@ def _torch_methods() -> list[tuple]:
         # functorch.compile to watch those by name would load torch._dynamo, seconds, in every watch)
         (torch, "compile", outside), (torch.compiler, "compile", outside), (torch.nn.Module, "compile", outside),
         (proxy_tensor, "make_fx", _outside_call("torch", but=("torch._functorch",))),
+        *_torch_hooks_and_gc(),
     ]
+
+
+def _torch_hooks_and_gc() -> list[tuple]:
+    """Two public routes to what a backward pass reruns and keeps with no measuring tool (trial t26ex15 F1, F2): a
+    module's forward hooks and pre-hooks, on one module or on all, which fire at every rerun of a checkpointed module
+    (each Linear's, say); and gc's lists of the objects alive, among which are the tensors autograd saved (torch keeps
+    the Python object of a tensor that C++ holds). Only a call from outside torch, IPython and the course's helpers
+    counts: torch registers hooks of its own (spectral_norm's), IPython's autoreload asks gc for referrers. A given
+    cell that registers a probe while a watch runs pauses the watch for it (exercise 15)."""
+    import gc
+
+    import torch
+    from torch.nn.modules import module
+
+    outside = _outside_call("torch", "IPython")
+    return [*((torch.nn.Module, name, outside) for name in ("register_forward_hook", "register_forward_pre_hook")),
+            *((module, name, outside) for name in ("register_module_forward_hook", "register_module_forward_pre_hook")),
+            *((gc, name, outside) for name in ("get_objects", "get_referrers"))]
 
 
 def _jax_methods() -> list[tuple]:
