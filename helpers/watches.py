@@ -11,7 +11,8 @@ here, Compiled.memory_analysis and Lowered.as_text are, and so is a compile that
 compiled program, its buffer assignment and memory report: the plan, in files) or XLA's verbose log, whatever route
 asked for it; torch's saved_tensors_hooks and TorchDispatchMode count
 only when the class itself or a class of one's own is used (torch.utils.checkpoint and FakeTensorMode enter
-subclasses of them to run a step, and those do not count). torch's graph tracers are the exception: no given cell
+subclasses of them to run a step, and those do not count), and so do TorchFunctionMode and a Tensor subclass of one's
+own (its __torch_function__ sees every operator as a mode does). torch's graph tracers are the exception: no given cell
 compiles or traces a torch step, and every public route to a step's backward graph (make_fx, functorch.compile's
 aot_function and aot_module, torch.compile with any backend) ends in make_fx, called from outside torch or from
 torch's AOT autograd, so each of them counts; a given cell that compiles a step in a watched window leaves out
@@ -128,6 +129,29 @@ def _module_paths(module: str) -> list[str]:
     return [p + ending for p in path for ending in (os.sep, ".py")]
 
 
+def _own_class(*packages: str) -> Callable[..., bool]:
+    """Whether a class method is called for a class of one's own: its first argument (cls) defined outside `packages`
+    and the course's helpers (a Tensor subclass of one's own, not torch's Parameter or FakeTensor)."""
+    own_packages = {*packages, __name__.partition(".")[0]}
+
+    def counts(cls: object = None, *args: object, **kwargs: object) -> bool:
+        return (getattr(cls, "__module__", None) or "").partition(".")[0] not in own_packages
+    counts.__qualname__ = f"a class of one's own, not of {', '.join(sorted(own_packages))}"
+    return counts
+
+
+def _class_methods(cls: type, *names: str) -> type:
+    """A stand-in owner of the functions under cls's class methods `names`, for a watch's (owner, name) pair, as
+    _getters' is for properties: the watch swaps each function's code, so every call counts, through cls, a
+    subclass or super(); cls keeps its class methods; the label stays cls's ("Tensor.__torch_function__")."""
+    import inspect
+
+    functions = {name: inspect.getattr_static(cls, name).__func__ for name in names}
+    holder = type(cls.__name__, (), {**functions, "__module__": cls.__module__})
+    holder.__qualname__ = cls.__qualname__
+    return holder
+
+
 def _getters(cls: type, *names: str) -> type:
     """A stand-in owner of the getters of cls's properties `names`, for a watch's (owner, name) pair: a watch on cls
     itself would put a function where the property was. The watch swaps each getter's code instead, so every read
@@ -145,6 +169,7 @@ def _torch_methods() -> list[tuple]:
     import torch.compiler
     import torch.profiler
     from torch.fx.experimental import proxy_tensor
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -157,6 +182,14 @@ def _torch_methods() -> list[tuple]:
         (importlib.import_module(f"{helpers.__name__}.ops_torch"), "_dispatched_ops"),  # count_torch_ops, op_dtypes
         (hooks, "__init__", _own_use(hooks)), (hooks, "__enter__", _own_hooks(hooks)),  # what autograd saves
         (TorchDispatchMode, "__enter__", _own_use(TorchDispatchMode)),                # a dispatch mode of one's own
+        # and a function mode of one's own, or a Tensor subclass of one's own, whose __torch_function__ is handed each
+        # operator and its output (weak references to them, alive after the forward, are what autograd kept: trial
+        # t26ex20 F1, F2): the mode's start; the subclass's default __torch_function__ (super()), and the public and
+        # private ways to make an instance or take one apart, from outside torch (the constructor, Sub(x), is C's)
+        (TorchFunctionMode, "__enter__", _own_use(TorchFunctionMode)),
+        (_class_methods(torch.Tensor, "__torch_function__"), "__torch_function__", _own_class("torch")),
+        *((torch.Tensor, name, outside) for name in ("as_subclass", "_make_subclass", "_make_wrapper_subclass")
+          if hasattr(torch.Tensor, name)),
         (FlopCounterMode, "__enter__"),
         (torch.profiler.profile, "__enter__"), (torch.profiler.profile, "start"),  # what `with` calls, and a start()
         # the autograd profilers that torch.profiler is built on, public too (profile_memory=True lists every

@@ -7,6 +7,7 @@ compile) does not.
 """
 
 import importlib
+import importlib.util
 
 import pytest
 
@@ -260,6 +261,80 @@ def test_a_torch_tool_fails_the_check_and_a_step_does_not():
         assert _fails_the_check("torch", profiler), f"{name} under a watch should fail the check"
     assert not _fails_the_check("torch", steps), "checkpointing and fake tensors should not fail the check"
     assert torch.utils._python_dispatch.TorchDispatchMode.__enter__.__code__.co_name == "__enter__"
+
+
+def operator_spies(torch) -> dict:
+    """Each public route by which code of one's own is handed every operator and its output without a dispatch mode
+    (trial t26ex20 F1, F2): weak references to the outputs, alive after the forward pass, are what autograd kept. A
+    TorchFunctionMode of one's own; a Tensor subclass of one's own, made with as_subclass, _make_subclass or its
+    constructor, whose __torch_function__ calls the default one (super(), as torch's docs recommend) or takes its
+    arguments apart with as_subclass."""
+    import gc
+    import weakref
+
+    from torch.overrides import TorchFunctionMode
+
+    x = torch.randn(4, 8, requires_grad=True)
+
+    def act(t):   # gelu_fast, as transformers writes it
+        return 0.5 * t * (1.0 + torch.tanh(t * 0.7978845608 * (1.0 + 0.044715 * t * t)))
+
+    alive = []
+
+    def keep(out):
+        if isinstance(out, torch.Tensor):
+            alive.append(weakref.ref(out.untyped_storage()))
+        return out
+
+    class Recorder(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return keep(func(*args, **(kwargs or {})))
+
+    class Watched(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return keep(super().__torch_function__(func, types, args, kwargs))
+
+    class Unwrapping(torch.Tensor):   # no super(): its arguments taken apart with as_subclass
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            plain = [a.as_subclass(torch.Tensor) if isinstance(a, Unwrapping) else a for a in args]
+            return keep(func(*plain, **(kwargs or {})))
+
+    def mode():
+        with Recorder():
+            out = act(x)
+        gc.collect()
+        assert out is not None and any(ref() is not None for ref in alive)
+
+    return {"a TorchFunctionMode of one's own": mode,
+            "a Tensor subclass made by as_subclass": lambda: act(x.as_subclass(Watched)),
+            "a Tensor subclass made by its constructor, calling super().__torch_function__": lambda: act(Watched(x)),
+            "a Tensor subclass made by its constructor, unwrapping with as_subclass": lambda: act(Unwrapping(x)),
+            "a Tensor subclass made by _make_subclass": lambda: torch.Tensor._make_subclass(Watched, x.detach(), True)}
+
+
+def test_a_function_mode_or_a_tensor_subclass_of_one_s_own_fails_the_check_and_torch_s_own_do_not():
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def steps():   # what given cells run: parameters made, a device's context (a function mode of torch's), fakes
+        with torch.device("cpu"):
+            net = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.LayerNorm(3))
+        net(torch.ones(1, 3)).sum().backward()
+        torch.nn.Parameter(torch.ones(2))
+        with FakeTensorMode():
+            torch.nn.Linear(3, 3)(torch.ones(1, 3)).sum().backward()
+
+    for name, run in operator_spies(torch).items():
+        assert _fails_the_check("torch", run), f"{name} under a watch should fail the check"
+        if importlib.util.find_spec("jax") is not None:
+            assert _fails_the_check(("torch", "jax"), run), f"{name} under a watch of both lists should fail the check"
+    assert not _fails_the_check("torch", steps), "parameters, torch.device and fake tensors should not fail the check"
+    # the watch gave every method back: the class method's own code, the inherited methods
+    assert torch.Tensor.__torch_function__.__func__.__code__.co_name == "__torch_function__"
+    assert not {"as_subclass", "_make_subclass", "_make_wrapper_subclass"} & set(vars(torch.Tensor))
+    assert type(torch.ones(2).as_subclass(torch.nn.Parameter)) is torch.nn.Parameter
 
 
 def graph_tracers(torch) -> dict:
