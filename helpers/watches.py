@@ -23,6 +23,7 @@ Importing this module imports neither torch nor jax: measuring_tools imports the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -208,7 +209,8 @@ def _torch_methods() -> list[tuple]:
     ]
 
 
-def _torch_hooks_and_gc() -> list[tuple]:
+@functools.cache
+def _torch_hooks_and_gc() -> tuple[tuple, ...]:
     """Two public routes to what a backward pass reruns and keeps with no measuring tool (trial t26ex15 F1, F2): a
     module's forward hooks and pre-hooks, on one module or on all, which fire at every rerun of a checkpointed module
     (each Linear's, say); and gc's lists of the objects alive, among which are the tensors autograd saved (torch keeps
@@ -220,10 +222,10 @@ def _torch_hooks_and_gc() -> list[tuple]:
     import torch
     from torch.nn.modules import module
 
-    outside = _outside_call("torch", "IPython")
-    return [*((torch.nn.Module, name, outside) for name in ("register_forward_hook", "register_forward_pre_hook")),
+    outside = _outside_call("torch", "IPython")   # built once (cached): every given line that starts a watch asks
+    return (*((torch.nn.Module, name, outside) for name in ("register_forward_hook", "register_forward_pre_hook")),
             *((module, name, outside) for name in ("register_module_forward_hook", "register_module_forward_pre_hook")),
-            *((gc, name, outside) for name in ("get_objects", "get_referrers"))]
+            *((gc, name, outside) for name in ("get_objects", "get_referrers")))
 
 
 def _jax_methods() -> list[tuple]:
