@@ -668,6 +668,7 @@ def _forget_calls() -> None:
     for count, *_ in _WATCHED.values():
         count[0] = 0
     _PENDING.clear()
+    _ENDED_IN.clear()
     _STARTED.clear()
     if _BEFORE_WATCH is not None:
         _BEFORE_WATCH.clear()
@@ -704,6 +705,7 @@ def watch_helpers(*names: str, methods: Iterable[tuple[type, str]] = (), record:
         _BEFORE_WATCH = None
     record = set(record)
     names = tuple(dict.fromkeys((*names, *sorted(record))))
+    _WATCH_ARGS[:] = [(names, [tuple(m) for m in methods], sorted(record))]  # to start it again (_after_cell)
     targets = [(f"hp.{name}", helpers, name, getattr(helpers, name)) for name in names]  # AttributeError names a wrong name
     methods = [(m[0], m[1], m[2] if len(m) > 2 else None) for m in methods]
     only = {f"hp.{name}": None for name in names}
@@ -784,7 +786,9 @@ def assert_helpers_unused(*, part: str, hint: str, stop: bool = True) -> None:
     call is not forgotten: the check fails again until the kernel restarts. The message does not say the student's
     code made the call: a given cell run ahead of the check may have. stop=False asks without ending the watch:
     the first line of a check, so that nothing it prints confirms an answer worked out with a helper; the check's
-    last line, with the default, ends the watch once every comparison has passed."""
+    last line, with the default, ends the watch once every comparison has passed. In IPython a watch ended here
+    starts again if the cell that ended it raises (any exception, an interrupt included) and no other watch runs
+    then: a check that ends it on its first line and then fails in any way leaves it running."""
     called = [label for label, (count, *_) in _WATCHED.items() if count[0]]
     if called:
         raise WrongAnswer(f"{part}: {called[0]} works out what this part asks, and it was called before this "
@@ -803,5 +807,53 @@ def assert_helpers_unused(*, part: str, hint: str, stop: bool = True) -> None:
                           f"that work out what this part asks are watched: a program can run them out of the watch's "
                           f"reach. Stop it (or restart the kernel) and run the notebook from the top. Hint: {hint}")
     if stop:
+        if _WATCHED:
+            _watch_again_if_the_cell_fails()
         _unwatch()
         _STARTED.clear()
+
+
+# A check ends the watch (assert_helpers_unused, stop=True) before it measures, so a check that then raises anything
+# but its own failure (which starts the watch again itself): a NameError from an answer cell not run, a framework's
+# error from a broken answer, count_try's refusal, an interrupt, would leave the helpers unwatched for the scratch
+# cells that follow (trial t26ex10 F1). In IPython the watch ends for good only with the cell that ended it: when that
+# cell ends with an exception and no watch runs, the one it ended starts again (IPython's post_run_cell event).
+# _WATCH_ARGS: the arguments of the running watch; _ENDED_IN: for each watch a check ended, (the ExecutionResult of the
+# cell that ended it, or None where no cell was running then, e.g. after a nested run_cell, the watch's arguments).
+_WATCH_ARGS: list[tuple[tuple[str, ...], list[tuple], list[str]]] = []
+_ENDED_IN: list[tuple[object, tuple]] = []
+
+
+def _shell() -> object | None:
+    ipython = sys.modules.get("IPython")  # never imported here: a notebook's kernel has it
+    return ipython.get_ipython() if ipython is not None else None
+
+
+def _watch_again_if_the_cell_fails() -> None:
+    shell = _shell()
+    if shell is None or not _WATCH_ARGS:
+        return
+    shell.events.register("post_run_cell", _after_cell)  # once: register skips a callback already there
+    cell = getattr(shell.displayhook, "exec_result", None)  # the running cell's result, which IPython fills
+    _ENDED_IN[:] = [*[(c, a) for c, a in _ENDED_IN if c is not cell][-7:], (cell, _WATCH_ARGS[0])]
+
+
+def _after_cell(result: object = None) -> None:
+    """IPython's post_run_cell callback: start again the watch a check ended in the cell that just ran when that cell
+    did not complete (it raised, or was interrupted: ipykernel then passes None) and no watch runs. A nested cell's
+    watch is settled when that cell ends; one ended in a silent cell (no event of its own), or when no cell's result
+    was known, when the next cell ends, by its own outcome or that cell's."""
+    def failed(r: object) -> bool:
+        return r is None or not getattr(r, "success", False)
+    again, kept = None, []
+    for cell, args in _ENDED_IN:
+        silent = getattr(getattr(cell, "info", None), "silent", False)
+        if cell is result or cell is None or result is None or silent:
+            if failed(result) or (cell is not None and failed(cell)):
+                again = args
+        else:
+            kept.append((cell, args))
+    _ENDED_IN[:] = kept
+    if again is not None and not _WATCHED:
+        names, methods, record = again
+        watch_helpers(*names, methods=methods, record=record)

@@ -2,8 +2,8 @@
 count or plan what a step keeps, dispatches, computes or allocates (hp.measuring_tools), and the watch over all
 of them (hp.watch_measuring). Every exercise that watches starts its watch from this list, so a route closed in one
 exercise is closed in all: a helper or tool added here is watched everywhere at once. Either list also holds a read of
-the process's memory use (its /proc files, C's allocator statistics, resource.getrusage), which measures what a step
-keeps with no framework tool at all.
+the process's memory use (its /proc files, C's allocator statistics, resource.getrusage) and gc.get_objects, which
+measure what a step keeps with no framework tool at all.
 
 A framework tool is watched only where it READS a plan or a trace, not where a step merely runs: a given cell in a
 watched window may jit, lower, compile, checkpoint or run a step. So JAX's Lowered.compile and jax.jit are not
@@ -205,27 +205,22 @@ def _torch_methods() -> list[tuple]:
         # functorch.compile to watch those by name would load torch._dynamo, seconds, in every watch)
         (torch, "compile", outside), (torch.compiler, "compile", outside), (torch.nn.Module, "compile", outside),
         (proxy_tensor, "make_fx", _outside_call("torch", but=("torch._functorch",))),
-        *_torch_hooks_and_gc(),
+        *_torch_hooks(),
     ]
 
 
 @functools.cache
-def _torch_hooks_and_gc() -> tuple[tuple, ...]:
-    """Two public routes to what a backward pass reruns and keeps with no measuring tool (trial t26ex15 F1, F2): a
-    module's forward hooks and pre-hooks, on one module or on all, which fire at every rerun of a checkpointed module
-    (each Linear's, say); and gc's lists of the objects alive, among which are the tensors autograd saved (torch keeps
-    the Python object of a tensor that C++ holds). Only a call from outside torch, IPython and the course's helpers
-    counts: torch registers hooks of its own (spectral_norm's), IPython's autoreload asks gc for referrers. A given
-    cell that registers a probe while a watch runs pauses the watch for it (exercise 15)."""
-    import gc
-
+def _torch_hooks() -> tuple[tuple, ...]:
+    """A public route to what a backward pass reruns with no measuring tool (trial t26ex15 F1): a module's forward
+    hooks and pre-hooks, on one module or on all, which fire at every rerun of a checkpointed module (each Linear's,
+    say). Only a call from outside torch, IPython and the course's helpers counts (torch registers hooks of its own:
+    spectral_norm's). A given cell that registers a probe while a watch runs pauses the watch for it (exercise 15)."""
     import torch
     from torch.nn.modules import module
 
     outside = _outside_call("torch", "IPython")   # built once (cached): every given line that starts a watch asks
     return (*((torch.nn.Module, name, outside) for name in ("register_forward_hook", "register_forward_pre_hook")),
-            *((module, name, outside) for name in ("register_module_forward_hook", "register_module_forward_pre_hook")),
-            *((gc, name, outside) for name in ("get_objects", "get_referrers")))
+            *((module, name, outside) for name in ("register_module_forward_hook", "register_module_forward_pre_hook")))
 
 
 def _jax_methods() -> list[tuple]:
@@ -246,6 +241,13 @@ def _jax_methods() -> list[tuple]:
         (traced, "jaxpr"), (traced, "lojax"), (jax.export, "export"),  # an Exported's mlir_module, as Lowered.as_text
         (jax.ad_checkpoint, "print_saved_residuals"), (ad_checkpoint, "saved_residuals"),
         (ad_checkpoint, "_saved_residuals"),
+        # the arrays alive now, read from inside a step (a custom_vjp's backward during an eager jax.grad): the new
+        # ones of a block's shape are what it kept (trial t26ex13j F1). jax.live_arrays, and the backend client's
+        # own methods (public through jax.extend.backend.get_backend()) that it calls; Device.live_buffers, which
+        # jaxlib deprecated to an empty list, while a version still has it
+        (jax, "live_arrays"),
+        *((owner, attr) for owner, attr in ((xla_client.Client, "live_arrays"), (xla_client.Client, "live_buffers"),
+                                            (jax.Device, "live_buffers")) if hasattr(owner, attr)),
     ]
     # jax.grad calls jax.vjp, and jit's own machinery may read what it lowered: only a call from outside jax counts
     outside = _outside_call("jax", "jaxlib")
@@ -323,13 +325,21 @@ def _memory_methods() -> list[tuple]:
     """Reading the process's memory use, in either framework: the resident size before and after `del out` is what a
     step keeps (trial t25ex20 F1). checks.ProcessMemory.read is what the audit hook calls for a read of the process's
     /proc memory files (psutil's too) or of C's allocator statistics; resource.getrusage (ru_maxrss) raises no audit
-    event and is watched by name, but for IPython's own calls (%time reads the CPU times)."""
+    event and is watched by name, but for IPython's own calls (%time reads the CPU times). And gc.get_objects, the
+    objects the process holds: read inside a step's backward, its new arrays or tensors are what the step kept, as
+    jax.live_arrays' are (found beside trial t26ex13j F1), but for the kernel's and the frameworks' own calls; and
+    gc.get_referrers alike (the objects that refer to one: trial t26ex15 F2 found a step's tensors through gc)."""
+    import gc
+
     from . import checks
+    # the packages that may call it are looked for where imported only (a search for the others would slow each watch)
+    own = _outside_call(*(p for p in ("IPython", "ipykernel", "debugpy", "torch", "jax", "jaxlib") if p in sys.modules))
+    objects = [(gc, "get_objects", own), (gc, "get_referrers", own)]
     try:
         import resource
     except ImportError:  # not on Windows
-        return [(checks.ProcessMemory, "read")]
-    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython"))]
+        return [(checks.ProcessMemory, "read"), *objects]
+    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython")), *objects]
 
 
 def _label(method: tuple) -> str:
