@@ -23,6 +23,7 @@ Importing this module imports neither torch nor jax: measuring_tools imports the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -209,7 +210,22 @@ def _torch_methods() -> list[tuple]:
         # functorch.compile to watch those by name would load torch._dynamo, seconds, in every watch)
         (torch, "compile", outside), (torch.compiler, "compile", outside), (torch.nn.Module, "compile", outside),
         (proxy_tensor, "make_fx", _outside_call("torch", but=("torch._functorch",))),
+        *_torch_hooks(),
     ]
+
+
+@functools.cache
+def _torch_hooks() -> tuple[tuple, ...]:
+    """A public route to what a backward pass reruns with no measuring tool (trial t26ex15 F1): a module's forward
+    hooks and pre-hooks, on one module or on all, which fire at every rerun of a checkpointed module (each Linear's,
+    say). Only a call from outside torch, IPython and the course's helpers counts (torch registers hooks of its own:
+    spectral_norm's). A given cell that registers a probe while a watch runs pauses the watch for it (exercise 15)."""
+    import torch
+    from torch.nn.modules import module
+
+    outside = _outside_call("torch", "IPython")   # built once (cached): every given line that starts a watch asks
+    return (*((torch.nn.Module, name, outside) for name in ("register_forward_hook", "register_forward_pre_hook")),
+            *((module, name, outside) for name in ("register_module_forward_hook", "register_module_forward_pre_hook")))
 
 
 def _jax_methods() -> list[tuple]:
@@ -317,18 +333,19 @@ def _memory_methods() -> list[tuple]:
     /proc memory files (psutil's too) or of C's allocator statistics; resource.getrusage (ru_maxrss) raises no audit
     event and is watched by name, but for IPython's own calls (%time reads the CPU times). And gc.get_objects, the
     objects the process holds: read inside a step's backward, its new arrays or tensors are what the step kept, as
-    jax.live_arrays' are (found beside trial t26ex13j F1), but for the kernel's and the frameworks' own calls."""
+    jax.live_arrays' are (found beside trial t26ex13j F1), but for the kernel's and the frameworks' own calls; and
+    gc.get_referrers alike (the objects that refer to one: trial t26ex15 F2 found a step's tensors through gc)."""
     import gc
 
     from . import checks
     # the packages that may call it are looked for where imported only (a search for the others would slow each watch)
-    objects = (gc, "get_objects", _outside_call(*(p for p in ("IPython", "ipykernel", "debugpy", "torch", "jax", "jaxlib")
-                                                  if p in sys.modules)))
+    own = _outside_call(*(p for p in ("IPython", "ipykernel", "debugpy", "torch", "jax", "jaxlib") if p in sys.modules))
+    objects = [(gc, "get_objects", own), (gc, "get_referrers", own)]
     try:
         import resource
     except ImportError:  # not on Windows
-        return [(checks.ProcessMemory, "read"), objects]
-    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython")), objects]
+        return [(checks.ProcessMemory, "read"), *objects]
+    return [(checks.ProcessMemory, "read"), (resource, "getrusage", _outside_call("IPython")), *objects]
 
 
 def _label(method: tuple) -> str:

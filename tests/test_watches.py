@@ -778,3 +778,46 @@ def test_outside_ipython_a_check_ends_the_watch_as_before():
     hp.watch_helpers("zero_bytes")
     hp.assert_helpers_unused(part="part 1", hint="h")
     assert not checks._WATCHED and not checks._ENDED_IN
+
+
+def test_a_module_hook_or_gc_s_lists_fail_the_check_and_torch_s_and_ipython_s_do_not():
+    """Trial t26ex15 F1, F2: forward hooks on every Linear counted, exactly, the addmm a checkpointed backward pass
+    reruns, and gc.get_objects found the tensors it keeps (torch keeps the Python object of a tensor that C++ holds),
+    with no measuring tool (gc.get_objects and gc.get_referrers are in either list, with the process's memory reads).
+    Each counts from code of one's own, through a reference kept from before the watch too; torch's own hooks
+    (spectral_norm registers a forward pre-hook) and IPython's gc calls (autoreload's referrers) do not."""
+    import gc
+    import os
+
+    import IPython
+    torch = pytest.importorskip("torch")
+    from torch.nn.modules import module
+
+    net = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.GELU(), torch.nn.Linear(3, 3))
+    register = torch.nn.Module.register_forward_hook   # kept from before any watch
+    routes = {
+        "a forward hook": lambda: net[0].register_forward_hook(lambda *_: None).remove(),
+        "a forward pre-hook": lambda: net[2].register_forward_pre_hook(lambda *_: None).remove(),
+        "a forward hook on every module": lambda: module.register_module_forward_hook(lambda *_: None).remove(),
+        "a forward pre-hook on every module": lambda: module.register_module_forward_pre_hook(lambda *_: None).remove(),
+        "a forward hook through a reference kept from before the watch": lambda: register(net, lambda *_: None).remove(),
+        "gc.get_objects": lambda: len(gc.get_objects()),
+        "gc.get_referrers": lambda: gc.get_referrers(net[0].weight),
+    }
+
+    def torch_s_own():   # a step with a module whose hooks torch registers
+        torch.nn.utils.spectral_norm(torch.nn.Linear(3, 3))(torch.ones(1, 3)).sum().backward()
+
+    def ipython_s_own():   # code whose file lies in IPython's folder, as autoreload's does
+        space = {"gc": gc, "w": net[0].weight}
+        exec(compile("gc.get_referrers(w)", os.path.join(os.path.dirname(IPython.__file__), "autoreloaded.py"), "exec"),
+             space)
+
+    for name, run in routes.items():
+        assert _fails_the_check("torch", run), f"{name} under a watch should fail the check"
+    assert not _fails_the_check("torch", torch_s_own), "torch's own hooks should not fail the check"
+    assert not _fails_the_check("torch", ipython_s_own), "IPython's own call of gc should not fail the check"
+    # the watch gave each back
+    assert gc.get_objects.__module__ == "gc" and gc.get_referrers.__module__ == "gc" and not checks._WATCHED
+    assert torch.nn.Module.register_forward_hook is register and register.__code__.co_name == "register_forward_hook"
+    assert module.register_module_forward_hook.__code__.co_name == "register_module_forward_hook"
