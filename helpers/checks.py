@@ -164,6 +164,22 @@ def _rounded(value: object, tolerance: float) -> object:
     return value
 
 
+# A check's own measurements, by a digest of what each measures: measured once per kernel (a restart forgets them).
+_MEASURED: dict[str, object] = {}
+
+
+def _measured_once(what: str, key: object, measure: Callable[[], object]) -> object:
+    """What measure() returns, measured once per kernel for `what` and `key` (the repr of everything the
+    measurement depends on: the configuration, the switches, the batch's bytes, the device): a measurement that
+    wrong answers, re-runs and the harness's restores run again and again is made once (exercise 17: its given
+    measurements, and the steps its part 2's check measures). Private, as what a check measures is its own: out of
+    the notebook's globals and of any closure the notebook holds. The caller copies what it may change."""
+    digest = hashlib.sha256(f"{what}|{key!r}".encode()).hexdigest()
+    if digest not in _MEASURED:
+        _MEASURED[digest] = measure()
+    return _MEASURED[digest]
+
+
 def count_try(name: str, value: object, tolerance: float | None = None, *, passed: bool = False) -> None:
     """Count a missed answer of a check that compares with a tolerance (not a digest) as check_answer counts its
     wrong values: past _ANSWER_TRIES different missed values for `name` in a kernel it raises WrongAnswer and

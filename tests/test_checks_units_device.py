@@ -847,3 +847,19 @@ def test_watch_helpers_names_a_helper_that_does_not_exist():
 
 
 _zero_bytes_itself = hp.zero_bytes
+
+
+def test_measured_once_measures_once_per_key(monkeypatch):
+    """A check's measurement made once per kernel for what it measures (exercise 17), again for another key."""
+    from helpers import checks as _checks
+    monkeypatch.setattr(_checks, "_MEASURED", {})
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return {"peak": len(calls)}
+
+    first = _checks._measured_once("a step", ("cpu", b"\x01"), measure)
+    assert _checks._measured_once("a step", ("cpu", b"\x01"), measure) is first and len(calls) == 1
+    assert _checks._measured_once("a step", ("cpu", b"\x02"), measure) == {"peak": 2}
+    assert _checks._measured_once("another step", ("cpu", b"\x01"), measure) == {"peak": 3}
