@@ -821,3 +821,63 @@ def test_a_module_hook_or_gc_s_lists_fail_the_check_and_torch_s_and_ipython_s_do
     assert gc.get_objects.__module__ == "gc" and gc.get_referrers.__module__ == "gc" and not checks._WATCHED
     assert torch.nn.Module.register_forward_hook is register and register.__code__.co_name == "register_forward_hook"
     assert module.register_module_forward_hook.__code__.co_name == "register_module_forward_hook"
+
+
+def test_a_public_torch_function_bound_again_fails_the_check_and_torch_s_own_setattr_does_not():
+    """Trial t28ex15 F1: torch.nn.functional.linear bound again to a counter of one's own, run during a checkpointed
+    backward pass and put back before the cell ended, counted the addmm it reruns with no measuring tool. A public
+    callable of torch or torch.nn.functional bound again from outside torch counts, by assignment or setattr, and
+    whatever is put back; a new name, a private one, the same object again, or torch's own setattr does not."""
+    import os
+
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    linear, relu = F.linear, torch.relu
+
+    def rebind_linear():
+        F.linear = lambda *args, **kwargs: linear(*args, **kwargs)
+        F.linear = linear
+
+    def rebind_relu_by_setattr():
+        setattr(torch, "relu", lambda x: relu(x))
+        setattr(torch, "relu", relu)
+
+    def harmless():
+        F.my_own_name = 1          # a new name
+        del F.my_own_name
+        F.linear = linear          # the same object
+        torch._my_private = 1     # a private name
+        del torch._my_private
+
+    def torch_s_own():   # a setattr whose code lies in torch's folder
+        exec(compile("F.linear = lambda *a, **k: linear(*a, **k)\nF.linear = linear",
+                     os.path.join(os.path.dirname(torch.__file__), "rebinding.py"), "exec"), {"F": F, "linear": linear})
+
+    assert _fails_the_check("torch", rebind_linear), "F.linear bound again should fail the check"
+    assert _fails_the_check("torch", rebind_relu_by_setattr), "torch.relu bound again by setattr should fail the check"
+    assert not _fails_the_check("torch", harmless), "a new, private or unchanged name should not fail the check"
+    assert not _fails_the_check("torch", torch_s_own), "torch's own setattr should not fail the check"
+    assert F.linear is linear and torch.relu is relu and not checks._WATCHED
+    assert isinstance(F, type(os)) and type(F).__setattr__.__code__.co_name == "__setattr__"   # given back
+
+
+def test_a_serialized_executable_fails_the_check():
+    """Trial t28ex11 F2: jax.experimental.serialize_executable.serialize(compiled) returns XLA's serialized executable,
+    with the buffer assignment in it. It counts from outside jax, and so do the client's serialize_executable and an
+    executable's serialize, where it ends; a Compiled does not pickle, so pickle reaches neither."""
+    import pickle
+
+    jax = pytest.importorskip("jax")
+    from jax.experimental import serialize_executable
+
+    compiled = jax.jit(lambda x: (2 * x).sum()).lower(jax.numpy.ones(3)).compile()
+    executable = compiled.runtime_executable()   # before the watch: a reference kept
+    assert _fails_the_check("jax", lambda: serialize_executable.serialize(compiled)), (
+        "serialize_executable.serialize should fail the check")
+    assert _fails_the_check("jax", lambda: executable.client.serialize_executable(executable)), (
+        "Client.serialize_executable should fail the check")
+    assert _fails_the_check("jax", lambda: executable.serialize()), "LoadedExecutable.serialize should fail the check"
+    with pytest.raises(TypeError):
+        pickle.dumps(compiled)
+    assert not checks._WATCHED and serialize_executable.serialize.__module__ == "jax.experimental.serialize_executable"
