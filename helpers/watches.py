@@ -196,6 +196,13 @@ def _torch_methods() -> list[tuple]:
         (_class_methods(torch.Tensor, "__torch_function__"), "__torch_function__", _own_class("torch")),
         *((torch.Tensor, name, outside) for name in ("as_subclass", "_make_subclass", "_make_wrapper_subclass")
           if hasattr(torch.Tensor, name)),
+        # the storage under a tensor, or its address, from outside torch: weak references to the storages of a step's
+        # tensors (a selective-checkpoint policy's arguments, or the operators of a printed formula typed again on
+        # real tensors), alive after the forward pass, are what autograd or a checkpoint's cache kept, with no other
+        # tool (trials t28ex10 F1, t28ex20 F1); a weak reference to the tensor itself dies with it, whatever shares
+        # its storage. torch's own calls (printing, saving, copying a tensor) and the helpers' do not count
+        *((torch.Tensor, name, outside) for name in ("untyped_storage", "storage", "_typed_storage", "data_ptr")
+          if hasattr(torch.Tensor, name)),
         (FlopCounterMode, "__enter__"),
         (torch.profiler.profile, "__enter__"), (torch.profiler.profile, "start"),  # what `with` calls, and a start()
         # the autograd profilers that torch.profiler is built on, public too (profile_memory=True lists every

@@ -341,6 +341,78 @@ def test_a_function_mode_or_a_tensor_subclass_of_one_s_own_fails_the_check_and_t
     assert type(torch.ones(2).as_subclass(torch.nn.Parameter)) is torch.nn.Parameter
 
 
+def storage_spies(torch) -> dict:
+    """Each public route to the storage under a tensor, or its address, from code of one's own (trials t28ex10 F1,
+    t28ex20 F1): weak references to the storages of a step's tensors, alive after the forward pass, are what autograd
+    or a selective checkpoint's cache kept, with no measuring tool. The trials' two: a selective-checkpoint policy of
+    one's own that keeps a weak reference to the storage of each argument it is asked about, and a printed formula
+    typed again on real tensors, each result's storage kept weakly; then the storage's other public names, and its
+    address."""
+    import weakref
+
+    import torch.utils.checkpoint as cp
+
+    x = torch.randn(4, 8, requires_grad=True)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 8))
+
+    def policy_spy():
+        seen = []
+
+        def policy(ctx, op, *args, **kwargs):
+            seen.extend(weakref.ref(a.untyped_storage()) for a in args if isinstance(a, torch.Tensor))
+            return cp.CheckpointPolicy.MUST_SAVE if op is torch.ops.aten.addmm.default \
+                else cp.CheckpointPolicy.PREFER_RECOMPUTE
+        out = cp.checkpoint(net, x, use_reentrant=False, context_fn=lambda: cp.create_selective_checkpoint_contexts(policy))
+        assert out is not None and any(ref() is not None for ref in seen)
+
+    def formula_spy():   # gelu_fast's line, split into single operators
+        refs = []
+
+        def w(t):
+            refs.append(weakref.ref(t.untyped_storage()))
+            return t
+        h = w(x * 1.0)
+        out = w(0.5 * h) * w(1.0 + w(torch.tanh(w(h * 0.7978845608) * w(1.0 + w(w(0.044715 * h) * h)))))
+        del h
+        assert out is not None and sum(ref() is not None for ref in refs) > 1
+
+    return {"a selective-checkpoint policy of one's own, weak references to its arguments' storages": policy_spy,
+            "a formula typed again, weak references to its results' storages": formula_spy,
+            "Tensor.storage": lambda: weakref.ref(x.storage()._untyped_storage),
+            "Tensor._typed_storage": lambda: x._typed_storage(),
+            "Tensor.data_ptr": lambda: x.data_ptr(),
+            "a parameter's storage": lambda: net[0].weight.untyped_storage()}
+
+
+def test_a_read_of_a_tensor_s_storage_of_one_s_own_fails_the_check_and_torch_s_and_the_helpers_do_not():
+    torch = pytest.importorskip("torch")
+    import copy
+    import io
+
+    import torch.utils.checkpoint as cp
+
+    x = torch.randn(4, 8, requires_grad=True)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.Linear(8, 8))
+
+    def steps():   # what given cells run: a selective checkpoint, a tensor printed, copied and saved (torch's own reads)
+        policy = lambda ctx, op, *args, **kwargs: cp.CheckpointPolicy.MUST_SAVE
+        cp.checkpoint(net, x, use_reentrant=False,
+                      context_fn=lambda: cp.create_selective_checkpoint_contexts(policy)).sum().backward()
+        repr(x), copy.deepcopy(net), torch.save(net.state_dict(), io.BytesIO())
+
+    def measured():   # a helper that reads storages (its MemoryTracker), left out of the watch as exercise 7 does
+        hp.measure_peak(hp.Workload(lambda: net(x).sum().backward(), net, None, (x,)))
+
+    for name, run in storage_spies(torch).items():
+        assert _fails_the_check("torch", run), f"{name} under a watch should fail the check"
+    assert not _fails_the_check("torch", steps), "torch's own reads of a tensor's storage should not fail the check"
+    assert not _fails_the_check("torch", measured, leave_out=["measure_peak"]), (
+        "the helpers' own reads of a tensor's storage should not fail the check")
+    # the watch gave each back: the C methods inherited again, the Python ones their own code
+    assert not {"untyped_storage", "data_ptr"} & set(vars(torch.Tensor))
+    assert torch.Tensor.storage.__code__.co_name == "storage" and x.untyped_storage().nbytes() == 4 * x.numel()
+
+
 def graph_tracers(torch) -> dict:
     """Each public route to a step's backward graph, with what each backward op reads (trial t23ex03 F1, F2): make_fx
     of a function that takes the gradients; functorch.compile's aot_function and aot_module, whose compilers are
