@@ -281,6 +281,8 @@ def _jax_methods() -> list[tuple]:
     import jax
     import jax.ad_checkpoint
     import jax.export
+    import jax.interpreters.ad
+    import jax.interpreters.partial_eval
     import jax.stages
     from jax._src import ad_checkpoint
     from jax._src.lib import xla_client
@@ -292,6 +294,10 @@ def _jax_methods() -> list[tuple]:
         (xla_client.LoadedExecutable, "get_compiled_memory_stats"),  # where every route to a compiled plan ends
         (jax.stages.Lowered, "as_text"), (jax.stages.Lowered, "compiler_ir"), (jax.stages.Lowered, "cost_analysis"),
         (jax, "make_jaxpr"), (jax, "vjp"), (jax, "linearize"),
+        # a jaxpr traced through jax's public interpreter modules, as make_jaxpr traces it (trial t29ex13j F1); jax's own
+        # code calls the jax._src functions these names alias, not them
+        (jax.interpreters.partial_eval, "trace_to_jaxpr_dynamic"), (jax.interpreters.partial_eval, "trace_to_jaxpr_nounits"),
+        (jax.interpreters.ad, "linearize"),
         (traced, "jaxpr"), (traced, "lojax"), (jax.export, "export"),  # an Exported's mlir_module, as Lowered.as_text
         (jax.ad_checkpoint, "print_saved_residuals"), (ad_checkpoint, "saved_residuals"),
         (ad_checkpoint, "_saved_residuals"),

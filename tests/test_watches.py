@@ -934,6 +934,27 @@ def test_a_public_torch_function_bound_again_fails_the_check_and_torch_s_own_set
     assert isinstance(F, type(os)) and type(F).__setattr__.__code__.co_name == "__setattr__"   # given back
 
 
+def test_a_jaxpr_traced_through_the_public_interpreter_modules_fails_the_check():
+    """Trial t29ex13j F1: jax.interpreters.partial_eval.trace_to_jaxpr_dynamic of a gradient, wrapped with the public
+    jax.extend.linear_util, gives the jaxpr make_jaxpr would: what a checkpoint policy keeps and reruns. It counts from
+    outside jax; jax's own tracing (a jit, a grad) calls the jax._src function, which is not watched."""
+    jax = pytest.importorskip("jax")
+    from jax.extend import linear_util
+    from jax.extend.core import DebugInfo
+    from jax.interpreters import partial_eval
+
+    def grad_jaxpr():
+        wrapped = linear_util.wrap_init(lambda x: [jax.grad(lambda y: (y * y).sum())(x)],   # flat outputs, a list
+                                        debug_info=DebugInfo("f", "x", None, None))
+        return partial_eval.trace_to_jaxpr_dynamic(wrapped, [jax.core.ShapedArray((3,), jax.numpy.float32)])
+
+    assert "mul" in str(grad_jaxpr()[0]), "the route should give the gradient's jaxpr when nothing watches"
+    assert _fails_the_check("jax", grad_jaxpr), "trace_to_jaxpr_dynamic from outside jax should fail the check"
+    assert not _fails_the_check("jax", lambda: jax.jit(jax.grad(lambda x: (x * x).sum()))(jax.numpy.ones(3))), (
+        "jax's own tracing of a jit and a grad should not count")
+    assert not checks._WATCHED and partial_eval.trace_to_jaxpr_dynamic.__module__.startswith("jax")
+
+
 def test_a_serialized_executable_fails_the_check():
     """Trial t28ex11 F2: jax.experimental.serialize_executable.serialize(compiled) returns XLA's serialized executable,
     with the buffer assignment in it. It counts from outside jax, and so do the client's serialize_executable and an
